@@ -1,0 +1,345 @@
+"""The backend contract every simulator backend implements.
+
+A backend owns `num_envs` MuJoCo simulations of one `Scene` and is the ONLY place that writes
+model fields. Everything above it (envs, randomization) talks to it through this module's types:
+
+- `Scene`: what to simulate. `num_variants` independently compilable scene specs (one per tool)
+  and the fixed assignment env -> variant (`(env_id_offset + i) % num_variants` unless given).
+- `FieldSpec` / `Capabilities`: the writable model fields. Key presence in
+  `Capabilities.fields` IS the capability; callers check it before the first step and fail closed.
+- `FieldWrite`: one write of per-env values into a field, for a set of local env ids.
+- `RecomputeLevel`: which derived constants a write invalidates. Levels combine as a set.
+
+Env ids handed to a backend are LOCAL (0 .. num_envs-1). The global id of local env i is
+`env_id_offset + i`; it fixes the variant and the env's random streams, so shards of one large
+run keep their identity.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+import mujoco
+import numpy as np
+
+from mjvec.errors import ConfigError, FieldWriteError, allowed
+
+
+class RecomputeLevel(enum.Flag):
+    """Derived model constants a field write invalidates.
+
+    `SET_CONST_FIXED` covers constants of the mass distribution (body_subtreemass, ...);
+    `SET_CONST_0` covers those computed at qpos0 (invweight0s, dof_M0, actuator_acc0, ...).
+    A write needing both needs the full `SET_CONST`, which is exactly their union: combine
+    levels with `|` (see `combine_levels`), never with max().
+    """
+
+    NONE = 0
+    SET_CONST_FIXED = enum.auto()
+    SET_CONST_0 = enum.auto()
+    SET_CONST = SET_CONST_FIXED | SET_CONST_0
+
+
+def combine_levels(levels: Iterable[RecomputeLevel]) -> RecomputeLevel:
+    """The union of `levels` (NONE for none)."""
+    return functools.reduce(operator.or_, levels, RecomputeLevel.NONE)
+
+
+# Fields that define which geometry a slot is or whether it collides. Writing them per env
+# breaks the variant layout (and an out-of-range dataid segfaults mjbatch-uni 0.2.5), so no
+# backend ever declares them writable and every backend rejects them by name.
+IDENTITY_FIELDS = frozenset({"geom_dataid", "geom_type", "geom_contype", "geom_conaffinity"})
+
+# What the first axis of a field's per-env tail indexes, by the field's name prefix.
+_ENTITY_OF_PREFIX = (
+    ("body_", "body"),
+    ("geom_", "geom"),
+    ("dof_", "dof"),
+    ("jnt_", "joint"),
+    ("actuator_", "actuator"),
+    ("site_", "site"),
+    ("qpos0", "qpos"),
+)
+
+
+def entity_of_field(name: str) -> str:
+    """The entity kind (body, geom, dof, joint, actuator, site, qpos, option) a field indexes."""
+    for prefix, entity in _ENTITY_OF_PREFIX:
+        if name.startswith(prefix):
+            return entity
+    return "option"
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A writable per-env model field.
+
+    shape: the per-env tail, e.g. (nbody,) for body_mass, (3,) for gravity.
+    dtype: the dtype values are stored in (float64 on CPU, float32 on Warp).
+    recompute: what a write of it invalidates; the backend runs that recompute itself.
+    entity: what the first tail axis indexes (see `entity_of_field`).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    recompute: RecomputeLevel
+    entity: str
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared before the first step.
+
+    fields: every writable model field; a field absent here cannot be written.
+    array_namespace: "numpy" or "torch": the type of the state views.
+    device: where state lives ("cpu", "cuda:0").
+    exact_variants: each env steps bit-exactly like its variant compiled alone (float64 CPU);
+        False means "within float32 tolerance".
+    """
+
+    backend: str
+    fields: Mapping[str, FieldSpec]
+    array_namespace: str
+    device: str
+    exact_variants: bool
+
+    def require(self, field_name: str, *, what: str = "field") -> FieldSpec:
+        """The spec of `field_name`, or a CapabilityError naming the writable set."""
+        from mjvec.errors import CapabilityError
+
+        spec = self.fields.get(field_name)
+        if spec is None:
+            hint = (
+                " It is an identity field (which geometry a slot is, or whether it collides) and is "
+                "never writable per env."
+                if field_name in IDENTITY_FIELDS
+                else " Pick one of the writable fields or use a backend that declares it."
+            )
+            raise CapabilityError(
+                f"{what} {field_name!r} is not writable on the {self.backend!r} backend; writable "
+                f"fields are {allowed(self.fields)}.{hint}"
+            )
+        return spec
+
+
+@dataclass(frozen=True)
+class FieldWrite:
+    """Write `values` into `field` for the local envs `env_ids`.
+
+    env_ids: (K,) int, local env ids, unique, in [0, num_envs).
+    index: None to write the whole per-env tail, or (M,) int ids into its first axis
+        (body ids for body_mass, dof ids for dof_damping, ...).
+    values: (K, *tail) when index is None, else (K, M, *tail[1:]).
+    """
+
+    field: str
+    env_ids: np.ndarray
+    index: np.ndarray | None
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env_ids", np.asarray(self.env_ids).reshape(-1))
+        if self.index is not None:
+            object.__setattr__(self, "index", np.asarray(self.index).reshape(-1))
+        object.__setattr__(self, "values", np.asarray(self.values))
+
+
+def default_assignment(num_envs: int, num_variants: int, env_id_offset: int = 0) -> np.ndarray:
+    """Variant of each local env: `(env_id_offset + i) % num_variants`."""
+    return ((env_id_offset + np.arange(num_envs, dtype=np.int64)) % num_variants).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What a backend simulates.
+
+    make_variant(v) returns a fresh, independently compilable MjSpec of variant v (a pure
+    function: the same v always gives the same scene). Compiled alone it is the oracle for every
+    env assigned to v. Variants with the same geom layout are batched together; different layouts
+    (topology classes) go to separate groups.
+    assignment: (num_envs,) variant per local env; None means `default_assignment`. It is fixed
+    for the life of the backend.
+    """
+
+    num_variants: int
+    make_variant: Callable[[int], mujoco.MjSpec]
+    num_envs: int
+    env_id_offset: int = 0
+    assignment: np.ndarray | None = None
+    name: str = "scene"
+    _variant_of_env: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for label, value, low in (
+            ("num_variants", self.num_variants, 1),
+            ("num_envs", self.num_envs, 1),
+            ("env_id_offset", self.env_id_offset, 0),
+        ):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+                raise ConfigError(f"Scene.{label} must be an int >= {low}, got {value!r}")
+        if self.assignment is None:
+            variant_of_env = default_assignment(self.num_envs, self.num_variants, self.env_id_offset)
+        else:
+            variant_of_env = np.array(self.assignment, dtype=np.int64).reshape(-1)
+            if variant_of_env.shape != (self.num_envs,):
+                raise ConfigError(
+                    f"Scene.assignment must have shape ({self.num_envs},), got {variant_of_env.shape}"
+                )
+            bad = (variant_of_env < 0) | (variant_of_env >= self.num_variants)
+            if bad.any():
+                raise ConfigError(
+                    f"Scene.assignment has variant ids outside [0, {self.num_variants}) at envs "
+                    f"{np.flatnonzero(bad)[:8].tolist()}"
+                )
+        variant_of_env.setflags(write=False)
+        object.__setattr__(self, "_variant_of_env", variant_of_env)
+
+    @property
+    def variant_of_env(self) -> np.ndarray:
+        """(num_envs,) int64, read-only: the fixed variant of each local env."""
+        return self._variant_of_env
+
+    @property
+    def used_variants(self) -> np.ndarray:
+        """Sorted unique variant ids that at least one env uses."""
+        return np.unique(self._variant_of_env)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The contract both backends implement (see the module docstring).
+
+    State views (`qpos`, `qvel`, `ctrl`, `xfrc_applied`, and whatever `bind` returned) are
+    `(num_envs, ...)` arrays owned by the backend. Inputs (`ctrl`, `xfrc_applied`) written into
+    them are applied at the next `step`; outputs are current after every `step`, `reset` and
+    `forward`. After `step`, derived quantities (xpos, site_xpos, ...) are those of the last
+    substep's start, as after `mj_step`, unless the backend was built with forward_after_step.
+    """
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def env_id_offset(self) -> int: ...
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The canonical compiled model: names, ids and sizes only; never the live values."""
+        ...
+
+    @property
+    def variant_of_env(self) -> np.ndarray: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def defaults(self, field_name: str) -> np.ndarray:
+        """Read-only (num_envs, *tail): the value each env's own variant compiled to."""
+        ...
+
+    def field_values(self, field_name: str) -> np.ndarray:
+        """A copy (num_envs, *tail) of the current per-env values of a declared field."""
+        ...
+
+    def write_fields(self, writes: Sequence[FieldWrite]) -> None:
+        """Validate all writes, apply all, then ONE recompute for the touched envs."""
+        ...
+
+    def bind(self, name: str) -> Any:
+        """A (num_envs, ...) view of an MjData field, refreshed after every call."""
+        ...
+
+    @property
+    def qpos(self) -> Any: ...
+
+    @property
+    def qvel(self) -> Any: ...
+
+    @property
+    def ctrl(self) -> Any: ...
+
+    @property
+    def xfrc_applied(self) -> Any: ...
+
+    def step(self, nstep: int = 1) -> np.ndarray:
+        """Advance every env by `nstep` physics steps.
+
+        Returns a (num_envs,) bool mask of envs whose simulation failed during this call (a
+        MuJoCo error or a divergence warning). A failed env keeps a finite state; the caller
+        resets it. The other envs are unaffected.
+        """
+        ...
+
+    def reset(self, env_ids: np.ndarray, qpos: Any, qvel: Any) -> None:
+        """Reset the listed envs to mj_resetData, then set qpos/qvel (K, nq)/(K, nv), then forward.
+
+        ctrl and xfrc_applied of those envs are zeroed. Other envs are untouched.
+        """
+        ...
+
+    def forward(self, env_ids: np.ndarray | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def validate_env_ids(env_ids: Any, num_envs: int, *, what: str = "env_ids") -> np.ndarray:
+    """(K,) int64 local ids, unique and in range, or a FieldWriteError naming the bad ones."""
+    ids = np.asarray(env_ids)
+    if ids.dtype == bool:
+        if ids.shape != (num_envs,):
+            raise FieldWriteError(f"{what} mask must have shape ({num_envs},), got {ids.shape}")
+        return np.flatnonzero(ids).astype(np.int64)
+    if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        raise FieldWriteError(
+            f"{what} must be a 1-D integer array or a bool mask, got dtype {ids.dtype} shape {ids.shape}"
+        )
+    ids = ids.astype(np.int64)
+    out = (ids < 0) | (ids >= num_envs)
+    if out.any():
+        raise FieldWriteError(
+            f"{what} {ids[out][:8].tolist()} out of range; allowed is [0, {num_envs}). Use local ids."
+        )
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise FieldWriteError(
+            f"{what} has duplicates {uniq[counts > 1][:8].tolist()}; each env may appear once per write"
+        )
+    return ids
+
+
+def check_write(write: FieldWrite, spec: FieldSpec, num_envs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate one write against its spec; return (env_ids, values cast to the spec's dtype)."""
+    ids = validate_env_ids(write.env_ids, num_envs, what=f"FieldWrite({write.field!r}).env_ids")
+    if write.index is None:
+        expected = (ids.size, *spec.shape)
+    else:
+        if not spec.shape:
+            raise FieldWriteError(f"field {write.field!r} is a scalar per env; index must be None")
+        index = write.index
+        if not np.issubdtype(index.dtype, np.integer) or ((index < 0) | (index >= spec.shape[0])).any():
+            raise FieldWriteError(
+                f"FieldWrite({write.field!r}).index {index.tolist()[:8]} must be integer {spec.entity} "
+                f"ids in [0, {spec.shape[0]})"
+            )
+        expected = (ids.size, index.size, *spec.shape[1:])
+    values = write.values
+    if values.shape != expected:
+        raise FieldWriteError(
+            f"FieldWrite({write.field!r}).values has shape {values.shape}; expected {expected} "
+            f"(env_ids x {'tail' if write.index is None else 'index x tail[1:]'})"
+        )
+    if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values).all():
+        raise FieldWriteError(f"FieldWrite({write.field!r}).values must be finite numbers")
+    return ids, values.astype(spec.dtype, copy=False)
+
+
+def frozen_mapping(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only view of `d` (used for capability tables)."""
+    return MappingProxyType(dict(d))

@@ -1,0 +1,397 @@
+"""CPU backend: thousands of MuJoCo simulations on mjbatch-uni's C++ thread pool.
+
+Variants (tools) are grouped by geom topology, one `mjbatch.VariantPack` per group and one
+`mjbatch.Batch` per group, routed by `mjbatch.ModelAffineBatch`. The env sees global-order
+`(num_envs, ...)` arrays: with one group whose envs are 0..N-1 they are mjbatch's live views; with
+several groups they are backend-owned arrays, gathered from the groups after every call (outputs)
+and scattered into them before every call (inputs: ctrl, xfrc_applied, qfrc_applied, mocap_*).
+
+Float64 throughout: every env steps bit-exactly like its own variant compiled alone with plain
+`mujoco` (tested), given the BVH work-around in `_cpu_build.widen_bvh`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjvec.backends import fields as F
+from mjvec.backends.base import (
+    IDENTITY_FIELDS,
+    Capabilities,
+    FieldWrite,
+    RecomputeLevel,
+    Scene,
+    check_write,
+    combine_levels,
+    frozen_mapping,
+    validate_env_ids,
+)
+from mjvec.errors import ClosedError, ConfigError, InstallError
+
+
+def _import_mjbatch() -> Any:
+    """Import mjbatch-uni, refusing the look-alike `mjbatch` distribution (same import name)."""
+    try:
+        metadata.distribution("mjbatch")
+    except metadata.PackageNotFoundError:
+        pass
+    else:
+        raise InstallError(
+            "the distribution 'mjbatch' is installed; it writes the same 'mjbatch' package as "
+            "mjbatch-uni and silently corrupts it. Fix: pip uninstall -y mjbatch mjbatch-uni && "
+            "pip install mjbatch-uni==0.2.5"
+        )
+    try:
+        import mjbatch
+    except ImportError as error:
+        raise InstallError(f"mjbatch-uni is not importable ({error}); fix: pip install mjbatch-uni==0.2.5") from error
+    if not hasattr(mjbatch, "VariantPack") or not hasattr(mjbatch, "ModelAffineBatch"):
+        raise InstallError(
+            "the installed 'mjbatch' package lacks VariantPack/ModelAffineBatch (not mjbatch-uni 0.2.5); "
+            "fix: pip uninstall -y mjbatch mjbatch-uni && pip install mjbatch-uni==0.2.5"
+        )
+    return mjbatch
+
+
+_mjbatch = _import_mjbatch()
+
+from mjvec.backends._cpu_build import plan_groups  # noqa: E402  (after the install guard)
+
+log = logging.getLogger(__name__)
+
+INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
+_DIVERGENCE_WARNINGS = (
+    int(mujoco.mjtWarning.mjWARN_BADQPOS),
+    int(mujoco.mjtWarning.mjWARN_BADQVEL),
+    int(mujoco.mjtWarning.mjWARN_BADQACC),
+)
+
+
+def _geom_layout(models: Sequence[mujoco.MjModel]) -> tuple[mujoco.MjModel, list[np.ndarray]]:
+    """The canonical model (most geoms) and, per group, canonical geom slot -> group geom id (-1).
+
+    Topology groups may differ only in their geoms; every other entity count must agree, so that
+    body/dof/actuator-indexed fields mean the same index in every env.
+    """
+    canonical = max(models, key=lambda m: m.ngeom)
+    for m in models:
+        for count in ("nbody", "njnt", "nq", "nv", "nu", "nsite", "nmocap", "nsensordata"):
+            if getattr(m, count) != getattr(canonical, count):
+                raise ConfigError(
+                    f"topology groups differ in {count} ({getattr(m, count)} vs {getattr(canonical, count)}); "
+                    "variants may differ only in their geoms"
+                )
+    names = [canonical.geom(i).name for i in range(canonical.ngeom)]
+    maps = []
+    for m in models:
+        local = {m.geom(i).name: i for i in range(m.ngeom)}
+        missing = set(local) - set(names)
+        if missing:
+            raise ConfigError(f"geoms {sorted(missing)} are absent from the canonical layout {names}")
+        maps.append(np.array([local.get(n, -1) for n in names], np.int64))
+    return canonical, maps
+
+
+def default_num_threads() -> int:
+    """The CPU affinity count of this process (what the OS lets it run on)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class CpuBackend:
+    """The `Backend` contract over mjbatch-uni (see mjvec.backends.base.Backend).
+
+    num_threads: worker threads per group (default: the CPU affinity count).
+    forward_after_step: end every step with mj_forward so derived fields (xpos, site_xpos, ...)
+        are current with qpos; otherwise they are one substep behind, as after mj_step.
+    widen_bvh: apply the pitfall-1 work-around (only tests turn it off, to prove it is needed).
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        *,
+        num_threads: int | None = None,
+        forward_after_step: bool = False,
+        widen_bvh: bool = True,
+        progress: bool = True,
+    ) -> None:
+        threads = default_num_threads() if num_threads is None else num_threads
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ConfigError(f"num_threads must be an int >= 1 or None, got {num_threads!r}")
+        self._scene = scene
+        self._num_threads = threads
+        self._closed = False
+        self._plans = plan_groups(scene, widen=widen_bvh, progress=progress)
+        batches = [
+            _mjbatch.Batch.from_variant_pack(
+                p.pack, p.env_ids.size, p.rows, num_threads=min(threads, p.env_ids.size),
+                forward=forward_after_step,
+            )
+            for p in self._plans
+        ]
+        self._affine = _mjbatch.ModelAffineBatch(batches, [p.env_ids.astype(np.int64) for p in self._plans])
+        self._model, self._geom_local = _geom_layout([p.pack.model for p in self._plans])
+        self._timestep = float(self._model.opt.timestep)
+        # Global env -> (group, row in the group), for routing writes.
+        self._group_of_env = np.empty(scene.num_envs, np.int64)
+        self._local_of_env = np.empty(scene.num_envs, np.int64)
+        for g, plan in enumerate(self._plans):
+            self._group_of_env[plan.env_ids] = g
+            self._local_of_env[plan.env_ids] = np.arange(plan.env_ids.size)
+        self._direct = len(self._plans) == 1
+        self._views: dict[str, np.ndarray] = {}
+        self._group_views: dict[str, list[np.ndarray]] = {}
+        self._expanded: list[dict[str, np.ndarray]] = [{} for _ in self._plans]
+        specs = F.field_specs(self._model, np.float64)
+        self._capabilities = Capabilities(
+            backend="cpu", fields=frozen_mapping(specs), array_namespace="numpy", device="cpu",
+            exact_variants=True,
+        )
+        self._defaults = {name: self._gather_field(name) for name in specs}
+        for value in self._defaults.values():
+            value.setflags(write=False)
+        for name in ("qpos", "qvel", "ctrl", "xfrc_applied", "time", "warning"):
+            self.bind(name)
+
+    # ---- identity -------------------------------------------------------------------------
+    @property
+    def num_envs(self) -> int:
+        return self._scene.num_envs
+
+    @property
+    def env_id_offset(self) -> int:
+        return self._scene.env_id_offset
+
+    @property
+    def scene(self) -> Scene:
+        return self._scene
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        return self._model
+
+    @property
+    def variant_of_env(self) -> np.ndarray:
+        return self._scene.variant_of_env
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def num_threads(self) -> int:
+        return self._num_threads
+
+    @property
+    def num_groups(self) -> int:
+        return len(self._plans)
+
+    @property
+    def group_batches(self) -> tuple:
+        """The per-topology mjbatch Batches (for tests and benchmarks; not a stable API)."""
+        return tuple(g.batch for g in self._affine.groups)
+
+    # ---- model fields ---------------------------------------------------------------------
+    def _field_array(self, g: int, name: str) -> np.ndarray:
+        cached = self._expanded[g].get(name)
+        if cached is None:
+            cached = self._expanded[g][name] = self._affine.groups[g].batch.expand(name)
+        return cached
+
+    def _gather_field(self, name: str) -> np.ndarray:
+        spec = self._capabilities.fields[name]
+        out = np.empty((self.num_envs, *spec.shape), np.float64)
+        for g, plan in enumerate(self._plans):
+            local = self._field_array(g, name)
+            if spec.entity == "geom":
+                # Absent slots keep the canonical value: finite, and without effect in that env.
+                out[plan.env_ids] = F.model_value(self._model, name)
+                present = self._geom_local[g] >= 0
+                out[np.ix_(plan.env_ids, np.flatnonzero(present))] = local[:, self._geom_local[g][present]]
+            else:
+                out[plan.env_ids] = local
+        return out
+
+    @property
+    def geom_present(self) -> np.ndarray:
+        """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
+
+        Geom-indexed fields use the canonical (largest) layout of `model`. A value written to a
+        slot absent from an env's variant is accepted and has no effect there: that geom does not
+        exist in that env's world.
+        """
+        out = np.zeros((self.num_envs, self._model.ngeom), bool)
+        for g, plan in enumerate(self._plans):
+            out[plan.env_ids] = self._geom_local[g] >= 0
+        return out
+
+    def defaults(self, field_name: str) -> np.ndarray:
+        self._capabilities.require(field_name)
+        return self._defaults[field_name]
+
+    def field_values(self, field_name: str) -> np.ndarray:
+        self._check_open()
+        self._capabilities.require(field_name)
+        return self._gather_field(field_name)
+
+    def write_fields(self, writes: Sequence[FieldWrite]) -> None:
+        self._check_open()
+        checked = []
+        for write in writes:
+            spec = self._capabilities.require(write.field)
+            checked.append((write, *check_write(write, spec, self.num_envs)))
+        touched = np.zeros(self.num_envs, bool)
+        for write, ids, values in checked:
+            groups = self._group_of_env[ids]
+            for g in np.unique(groups):
+                sel = groups == g
+                rows = self._local_of_env[ids[sel]]
+                target = self._field_array(int(g), write.field)
+                index, vals = write.index, values[sel]
+                if self._capabilities.fields[write.field].entity == "geom":
+                    # Canonical slot ids -> this group's geom ids; absent slots have no effect.
+                    canon = np.arange(self._model.ngeom) if index is None else index
+                    local = self._geom_local[int(g)][canon]
+                    keep = local >= 0
+                    index, vals = local[keep], vals[:, keep]
+                if index is None:
+                    target[rows] = vals
+                elif index.size:
+                    target[rows[:, None], index[None, :]] = vals
+            touched[ids] = True
+        level = combine_levels(self._capabilities.fields[w.field].recompute for w, _, _ in checked)
+        if level != RecomputeLevel.NONE and touched.any():
+            # mj_setConst is the only recompute mjbatch offers; it covers both levels at once.
+            self._affine.set_const(np.flatnonzero(touched).astype(np.int64))
+
+    # ---- state ----------------------------------------------------------------------------
+    def bind(self, name: str) -> np.ndarray:
+        """(num_envs, ...) view of MjData field `name` (see the module docstring for liveness)."""
+        self._check_open()
+        if name in IDENTITY_FIELDS:
+            raise ConfigError(f"{name!r} is a model field, not an MjData field")
+        if name in self._views:
+            return self._views[name]
+        try:
+            group_views = [g.batch.bind(name) for g in self._affine.groups]
+        except (ValueError, KeyError, RuntimeError) as error:
+            raise ConfigError(f"cannot bind MjData field {name!r}: {error}") from error
+        if self._direct:
+            view = group_views[0]
+        else:
+            view = np.empty((self.num_envs, *group_views[0].shape[1:]), group_views[0].dtype)
+            for plan, gv in zip(self._plans, group_views, strict=True):
+                view[plan.env_ids] = gv
+        self._views[name] = view
+        self._group_views[name] = group_views
+        return view
+
+    @property
+    def qpos(self) -> np.ndarray:
+        return self._views["qpos"]
+
+    @property
+    def qvel(self) -> np.ndarray:
+        return self._views["qvel"]
+
+    @property
+    def ctrl(self) -> np.ndarray:
+        return self._views["ctrl"]
+
+    @property
+    def xfrc_applied(self) -> np.ndarray:
+        return self._views["xfrc_applied"]
+
+    def _scatter_inputs(self) -> None:
+        if self._direct:
+            return
+        for name, view in self._views.items():
+            if name in INPUT_FIELDS:
+                for plan, gv in zip(self._plans, self._group_views[name], strict=True):
+                    gv[...] = view[plan.env_ids]
+
+    def _gather_outputs(self) -> None:
+        if self._direct:
+            return
+        for name, view in self._views.items():
+            for plan, gv in zip(self._plans, self._group_views[name], strict=True):
+                view[plan.env_ids] = gv
+
+    def step(self, nstep: int = 1) -> np.ndarray:
+        self._check_open()
+        if isinstance(nstep, bool) or not isinstance(nstep, int) or nstep < 1:
+            raise ConfigError(f"nstep must be an int >= 1, got {nstep!r}")
+        self._scatter_inputs()
+        time_before = self._views["time"].copy()
+        warn_before = self._views["warning"][:, _DIVERGENCE_WARNINGS, 0].copy()
+        errors: list[str] = []
+        for group in self._affine.groups:
+            try:
+                group.batch.step(nstep=nstep)
+            except RuntimeError as error:  # one sim failed; the others in the group still ran
+                errors.append(str(error))
+        self._gather_outputs()
+        expected = time_before + nstep * self._timestep
+        failed = ~np.isclose(self._views["time"], expected, rtol=0.0, atol=0.5 * self._timestep)
+        failed |= (self._views["warning"][:, _DIVERGENCE_WARNINGS, 0] > warn_before).any(axis=1)
+        if errors or failed.any():
+            log.warning("simulation failed in envs %s: %s", np.flatnonzero(failed).tolist(), errors)
+        return failed
+
+    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        self._check_open()
+        ids = validate_env_ids(env_ids, self.num_envs)
+        qpos = np.asarray(qpos, np.float64)
+        qvel = np.asarray(qvel, np.float64)
+        if qpos.shape != (ids.size, self._model.nq) or qvel.shape != (ids.size, self._model.nv):
+            raise ConfigError(
+                f"reset expects qpos ({ids.size}, {self._model.nq}) and qvel ({ids.size}, {self._model.nv}), "
+                f"got {qpos.shape} and {qvel.shape}"
+            )
+        if not (np.isfinite(qpos).all() and np.isfinite(qvel).all()):
+            raise ConfigError("reset qpos/qvel must be finite")
+        for name in ("ctrl", "xfrc_applied", "qfrc_applied"):
+            if name in self._views:
+                self._views[name][ids] = 0.0
+        self._scatter_inputs()
+        groups = self._group_of_env[ids]
+        for g in np.unique(groups):
+            sel = groups == g
+            rows = np.sort(self._local_of_env[ids[sel]])
+            order = np.argsort(self._local_of_env[ids[sel]])
+            batch = self._affine.groups[int(g)].batch
+            self._group_views["qpos"][g][rows] = qpos[sel][order]
+            self._group_views["qvel"][g][rows] = qvel[sel][order]
+            batch.reset(rows.astype(np.int64))
+        self._gather_outputs()
+
+    def forward(self, env_ids: np.ndarray | None = None) -> None:
+        self._check_open()
+        self._scatter_inputs()
+        ids = None if env_ids is None else np.sort(validate_env_ids(env_ids, self.num_envs))
+        self._affine.forward(ids)
+        self._gather_outputs()
+
+    def close(self) -> None:
+        """Release the batches; idempotent. Any later call raises ClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._views.clear()
+        self._group_views.clear()
+        self._expanded.clear()
+        self._affine = None  # type: ignore[assignment]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this CpuBackend is closed; create a new one")

@@ -1,0 +1,49 @@
+"""Error types raised by mjvec.
+
+Every error subclasses a builtin (ValueError, TypeError, RuntimeError) so callers that catch the
+builtin keep working; the subclasses let tests and users tell mjvec's own checks apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class MjvecError(Exception):
+    """Base of every error mjvec raises on purpose."""
+
+
+class ConfigError(MjvecError, ValueError):
+    """A constructor argument or config value is outside its allowed set."""
+
+
+class CapabilityError(MjvecError, ValueError):
+    """Something asked a backend for a field, option or layout it does not declare."""
+
+
+class FieldWriteError(MjvecError, ValueError):
+    """A batch of model-field writes failed validation; nothing of the batch was written."""
+
+
+class ActionError(MjvecError, ValueError):
+    """An action batch has the wrong shape, dtype or non-finite values."""
+
+
+class ActionTypeError(MjvecError, TypeError):
+    """An action batch has an unsupported array type."""
+
+
+class InstallError(MjvecError, ImportError):
+    """A dependency is missing or broken; the message says what to install or uninstall."""
+
+
+class ClosedError(MjvecError, RuntimeError):
+    """The env or backend was used after close()."""
+
+
+def allowed(values: Iterable[object], limit: int = 12) -> str:
+    """Format an allowed set for an error message, shortened past `limit` entries."""
+    items = sorted(str(v) for v in values)
+    if len(items) > limit:
+        return "{" + ", ".join(items[:limit]) + f", ... ({len(items)} in all)" + "}"
+    return "{" + ", ".join(items) + "}"

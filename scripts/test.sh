@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Install (scripts/setup.sh), lint, and run the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check mjvec tests examples benchmarks
+MUJOCO_GL=${MUJOCO_GL:-osmesa} .venv/bin/python -m pytest -q "$@"
