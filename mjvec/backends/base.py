@@ -244,8 +244,8 @@ class Backend(Protocol):
         """Read-only (num_envs, *tail): the value each env's own variant compiled to."""
         ...
 
-    def field_values(self, field_name: str) -> np.ndarray:
-        """A copy (num_envs, *tail) of the current per-env values of a declared field."""
+    def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
+        """A copy (K, *tail) of the current values of a declared field for env_ids (all if None)."""
         ...
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:

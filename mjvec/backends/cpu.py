@@ -208,18 +208,21 @@ class CpuBackend:
             cached = self._expanded[g][name] = self._affine.groups[g].batch.expand(name)
         return cached
 
-    def _gather_field(self, name: str) -> np.ndarray:
+    def _gather_field(self, name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         spec = self._capabilities.fields[name]
-        out = np.empty((self.num_envs, *spec.shape), np.float64)
-        for g, plan in enumerate(self._plans):
-            local = self._field_array(g, name)
+        ids = np.arange(self.num_envs) if env_ids is None else env_ids
+        out = np.empty((ids.size, *spec.shape), np.float64)
+        groups = self._group_of_env[ids]
+        for g in np.unique(groups):
+            pos = np.flatnonzero(groups == g)
+            local = self._field_array(int(g), name)[self._local_of_env[ids[pos]]]
             if spec.entity == "geom":
                 # Absent slots keep the canonical value: finite, and without effect in that env.
-                out[plan.env_ids] = F.model_value(self._model, name)
-                present = self._geom_local[g] >= 0
-                out[np.ix_(plan.env_ids, np.flatnonzero(present))] = local[:, self._geom_local[g][present]]
+                out[pos] = F.model_value(self._model, name)
+                present = np.flatnonzero(self._geom_local[g] >= 0)
+                out[np.ix_(pos, present)] = local[:, self._geom_local[g][present]]
             else:
-                out[plan.env_ids] = local
+                out[pos] = local
         return out
 
     @property
@@ -239,10 +242,11 @@ class CpuBackend:
         self._capabilities.require(field_name)
         return self._defaults[field_name]
 
-    def field_values(self, field_name: str) -> np.ndarray:
+    def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         self._check_open()
         self._capabilities.require(field_name)
-        return self._gather_field(field_name)
+        ids = None if env_ids is None else validate_env_ids(env_ids, self.num_envs)
+        return self._gather_field(field_name, ids)
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
