@@ -37,6 +37,10 @@ class InstallError(MjvecError, ImportError):
     """A dependency is missing or broken; the message says what to install or uninstall."""
 
 
+class ResetNeededError(MjvecError, RuntimeError):
+    """step() was called on envs that must be reset first (before the first reset, or DISABLED)."""
+
+
 class ClosedError(MjvecError, RuntimeError):
     """The env or backend was used after close()."""
 

@@ -1,0 +1,182 @@
+"""Pieces of `MjVecEnv`'s reset/step bookkeeping that do not touch the simulation.
+
+- `parse_autoreset_mode`: the constructor's ``autoreset_mode`` (an `AutoresetMode` or its name).
+- `parse_reset_options` / `parse_seed`: validation of ``reset(seed=, options=)`` before any state
+  changes, with SyncVectorEnv's error types for the reset mask.
+- `masked_info`: a task info dict plus Gymnasium's ``"_key"`` masks.
+- `EpisodeStats`: the opt-in native ``info["episode"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from mjvec.errors import ConfigError, allowed
+
+RESET_OPTION_KEYS = ("reset_mask",)
+# Keys the base writes into step infos; a task's info must not use them.
+RESERVED_INFO_KEYS = frozenset({"sim_error", "episode", "final_obs", "final_info"})
+
+_MODE_NAMES = {
+    "next_step": AutoresetMode.NEXT_STEP,
+    "same_step": AutoresetMode.SAME_STEP,
+    "disabled": AutoresetMode.DISABLED,
+}
+
+
+def parse_autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
+    """An `AutoresetMode`, from itself, its value ("NextStep") or its snake-case name ("next_step")."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        key = mode.lower()
+        if key in _MODE_NAMES:
+            return _MODE_NAMES[key]
+        for member in AutoresetMode:
+            if mode == member.value:
+                return member
+    raise ConfigError(
+        f"autoreset_mode={mode!r} is not supported; allowed values are {allowed(_MODE_NAMES)} "
+        "or a gymnasium.vector.AutoresetMode member"
+    )
+
+
+def parse_reset_options(options: Any, num_envs: int) -> np.ndarray | None:
+    """The validated reset mask (a private copy) or None; the caller's `options` is never mutated.
+
+    Raises ConfigError for a non-mapping or unknown keys; TypeError / ValueError for a bad mask,
+    exactly like SyncVectorEnv (non-ndarray or non-bool dtype: TypeError; wrong shape or no True
+    entry: ValueError).
+    """
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"reset options must be a dict or None, got {type(options).__name__}")
+    unknown = set(options) - set(RESET_OPTION_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"unknown reset option(s) {sorted(map(str, unknown))}; allowed keys are {allowed(RESET_OPTION_KEYS)}"
+        )
+    mask = options.get("reset_mask")
+    if mask is None:
+        return None
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not mask.any():
+        raise ValueError(
+            "`options['reset_mask']` must contain a boolean array with at least one True value, "
+            f"got reset_mask={mask}"
+        )
+    return mask.copy()
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
+    """None, one non-negative int, or a list of `num_envs` non-negative ints; else ConfigError."""
+    if seed is None:
+        return None
+    if _is_int(seed):
+        if seed < 0:
+            raise ConfigError(f"seed must be a non-negative int, got {seed!r}")
+        return int(seed)
+    if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, (str, bytes)):
+        values = list(seed)
+        if len(values) != num_envs:
+            raise ConfigError(
+                f"a seed list must have one int per env: got {len(values)} seeds for num_envs={num_envs}"
+            )
+        bad = [i for i, v in enumerate(values) if not _is_int(v) or v < 0]
+        if bad:
+            raise ConfigError(
+                f"seed list entries {bad[:8]} are not non-negative ints (got {[values[i] for i in bad[:8]]})"
+            )
+        return [int(v) for v in values]
+    raise ConfigError(
+        f"seed must be None, a non-negative int or a list of {num_envs} non-negative ints, "
+        f"got {type(seed).__name__} {seed!r}"
+    )
+
+
+def masked_info(info: Mapping[str, Any], mask: np.ndarray, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Copy `info` into `out` with a ``"_key"`` mask (a copy of `mask`) beside every key; recurses."""
+    out = {} if out is None else out
+    for key, value in info.items():
+        out[key] = masked_info(value, mask) if isinstance(value, Mapping) else value
+        out[f"_{key}"] = mask.copy()
+    return out
+
+
+def check_task_info(info: Any, num_envs: int, owner: str) -> None:
+    """Reject a task info that is not a dict of (N, ...) arrays or that uses a reserved key."""
+    if not isinstance(info, Mapping):
+        raise ConfigError(f"{owner}._evaluate must return an info dict, got {type(info).__name__}")
+    for key, value in info.items():
+        if key in RESERVED_INFO_KEYS or str(key).startswith("_"):
+            raise ConfigError(
+                f"{owner}._evaluate info key {key!r} is reserved (keys starting with '_' and "
+                f"{allowed(RESERVED_INFO_KEYS)} are written by MjVecEnv); rename it"
+            )
+        if isinstance(value, Mapping):
+            check_task_info(value, num_envs, owner)
+        elif np.shape(value)[:1] != (num_envs,):
+            raise ConfigError(
+                f"{owner}._evaluate info[{key!r}] has shape {np.shape(value)}; expected leading dim {num_envs}"
+            )
+
+
+@dataclass
+class EpisodeStats:
+    """Per-env running return, length and start time of the current episode (native statistics).
+
+    Counts the steps an env was actually stepped (a NEXT_STEP autoreset step is not part of any
+    episode, as in gymnasium's RecordEpisodeStatistics).
+    """
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def create(cls, num_envs: int) -> EpisodeStats:
+        return cls(np.zeros(num_envs), np.zeros(num_envs, np.int64), np.full(num_envs, time.perf_counter()))
+
+    def restart(self, env_ids: np.ndarray) -> None:
+        """Zero the running stats of these envs (they start a new episode)."""
+        self.returns[env_ids] = 0.0
+        self.lengths[env_ids] = 0
+        self.starts[env_ids] = time.perf_counter()
+
+    def record(
+        self, stepped: np.ndarray, rewards: np.ndarray, done: np.ndarray, success: np.ndarray | None
+    ) -> dict[str, np.ndarray] | None:
+        """Add this step; return the ``info["episode"]`` dict for envs done now (None if none).
+
+        r (float64), l (int64), t (float64 seconds since the episode's reset, rounded to 1 us),
+        and success (bool, when the task provides one). Rows where `done` is False are 0.
+        """
+        self.returns += np.where(stepped, rewards, 0.0)
+        self.lengths += stepped
+        if not done.any():
+            return None
+        elapsed = np.round(time.perf_counter() - self.starts, 6)
+        episode = {
+            "r": np.where(done, self.returns, 0.0),
+            "l": np.where(done, self.lengths, 0),
+            "t": np.where(done, elapsed, 0.0),
+        }
+        if success is not None:
+            episode["success"] = np.asarray(success, dtype=bool) & done
+        return episode

@@ -1,0 +1,120 @@
+"""Array plumbing of `MjVecEnv`: the optional torch import, action checks, output conversion.
+
+torch is optional (the ``train`` extra). It is imported only when an env is built with
+``array_backend="torch"``; an action that is a torch tensor is recognised without importing torch
+(a tensor can only exist if torch was already imported).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from mjvec.errors import ActionError, ActionTypeError, ConfigError, InstallError, allowed
+
+ARRAY_BACKENDS = ("numpy", "torch")
+
+
+def import_torch() -> Any:
+    """The torch module, or InstallError (an ImportError) saying how to install it."""
+    try:
+        import torch
+    except ImportError as error:
+        raise InstallError(
+            f"array_backend='torch' needs PyTorch, which is not importable ({error}); "
+            "fix: pip install mjvec[train] (or pip install torch)"
+        ) from error
+    return torch
+
+
+def resolve_output(array_backend: str, device: str | None, default_device: str) -> tuple[Any, Any]:
+    """Validate (array_backend, device); return (torch module or None, torch.device or None).
+
+    numpy output accepts device None or "cpu" only. torch output defaults to `default_device`
+    (the backend's device).
+    """
+    if array_backend not in ARRAY_BACKENDS:
+        raise ConfigError(
+            f"array_backend={array_backend!r} is not supported; allowed values are {allowed(ARRAY_BACKENDS)}"
+        )
+    if array_backend == "numpy":
+        if device not in (None, "cpu"):
+            raise ConfigError(
+                f"device={device!r} needs array_backend='torch'; numpy output lives on the CPU "
+                "(pass device=None or array_backend='torch')"
+            )
+        return None, None
+    torch = import_torch()
+    try:
+        torch_device = torch.device(default_device if device is None else device)
+    except (RuntimeError, TypeError) as error:
+        raise ConfigError(f"device={device!r} is not a valid torch device: {error}") from error
+    return torch, torch_device
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Validate an action batch; return a fresh float64 copy clipped to [low, high].
+
+    Accepts a numpy array (or anything np.asarray turns into a numeric array) or a torch tensor on
+    any device. Raises ActionTypeError for a non-float dtype (int, bool, object, complex) or an
+    unsupported type, ActionError for the wrong shape or non-finite values (naming the envs).
+    """
+    if _is_torch_tensor(actions):
+        if not actions.dtype.is_floating_point:
+            raise ActionTypeError(
+                f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
+            )
+        array = actions.detach().to("cpu").numpy()
+    elif isinstance(actions, (np.ndarray, list, tuple)):
+        array = np.asarray(actions)
+    else:
+        raise ActionTypeError(
+            f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
+        )
+    if array.dtype.kind != "f":
+        raise ActionTypeError(
+            f"actions must have a floating-point dtype, got {array.dtype}; cast with .astype(np.float32)"
+        )
+    if array.shape != shape:
+        raise ActionError(
+            f"actions have shape {array.shape}; expected {shape} (num_envs, action_dim). "
+            "Batch one action row per env."
+        )
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        raise ActionError(
+            f"actions are NaN or infinite for envs {bad[:16].tolist()}"
+            f"{' ...' if bad.size > 16 else ''} ({bad.size} of {shape[0]}); every action must be finite"
+        )
+    return np.clip(array.astype(np.float64, copy=False), low, high)
+
+
+def to_output(value: Any, torch: Any, device: Any) -> Any:
+    """Convert an (N, ...) array, or a dict of them, to the env's output type.
+
+    torch None: numpy (a torch tensor is copied to host). Otherwise ``torch.as_tensor`` on `device`
+    (zero-copy for a numpy array when the device is the CPU).
+    """
+    if isinstance(value, Mapping):
+        return {key: to_output(item, torch, device) for key, item in value.items()}
+    if torch is None:
+        return value.detach().cpu().numpy() if _is_torch_tensor(value) else value
+    return torch.as_tensor(value, device=device)
+
+
+def to_numpy(value: Any) -> Any:
+    """A numpy view of an (N, ...) array, a torch tensor or a dict of them."""
+    if isinstance(value, Mapping):
+        return {key: to_numpy(item) for key, item in value.items()}
+    if _is_torch_tensor(value):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)

@@ -1,0 +1,337 @@
+"""`MjVecEnv`: the generic batched MuJoCo env, a real `gymnasium.vector.VectorEnv`.
+
+A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_observe`,
+`_reset_envs`, optionally `_success`); the base does everything Gymnasium expects of a vector env:
+
+- Spaces are ``batch_space`` of the single spaces; ``metadata`` (per instance) has ``render_modes``,
+  ``render_fps`` (1 / control_dt) and ``autoreset_mode`` (an `AutoresetMode`).
+- ``reset(seed=, options={"reset_mask": m})``: env i's random streams are keyed by (seed, global env
+  id i), so trajectories do not depend on num_envs, thread count or which other envs reset (the
+  Gymnasium convention of ``seed + i`` is replaced by this keying; a list of num_envs seeds gives
+  env i the seed list[i]). With a reset mask only those envs are reset (and, if a seed is given,
+  reseeded) and their pending autoreset is cancelled; the returned obs is the full current obs.
+  ``options`` is never mutated. ``seed=None`` never reseeds (the first streams come from OS entropy).
+- ``step(actions)``: actions (numpy or torch) are validated before any state changes, then clipped
+  to the action space. Autoreset follows ``metadata["autoreset_mode"]``:
+  NEXT_STEP (default): an env done at step t returns its terminal obs at t; at t+1 it is reset after
+  the physics step (its action is ignored) and returns its reset obs, reward 0, term = trunc = False.
+  SAME_STEP: a done env is reset inside the done step; ``info["final_obs"]`` (dense (N, ...), rows
+  meaningful where ``info["_final_obs"]``) holds its terminal obs, ``info["final_info"]`` a shallow
+  copy of that step's info (``info["_final_info"]`` = done); the returned obs rows are reset obs.
+  DISABLED: stepping while an env is done raises `ResetNeededError`; reset it with a reset mask.
+- Simulation errors: an env whose physics failed in a step (``backend.step``'s mask) is reset in that
+  same step and returns reward 0, terminated False, truncated True and its POST-reset obs (its
+  terminal state is meaningless; in SAME_STEP its ``final_obs`` row is the obs of the failed, finite
+  state). ``info["sim_error"]`` (bool, N) is in every step info. It is logged at WARNING. It is never
+  reset again on the next step, in any mode. A failure during a NEXT_STEP autoreset step is ignored
+  (that step's physics is discarded for the env anyway).
+- Infos: the task's (N, ...) arrays, each with a ``"_key"`` mask that is True for the envs the task
+  evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos are empty.
+- ``record_episode_statistics=True`` adds ``info["episode"] = {"r", "l", "t", "success"}`` (+
+  ``info["_episode"]``) at done steps. Off by default: gymnasium's RecordEpisodeStatistics raises if
+  the env already writes ``"episode"``. A simulation-error truncation ends an episode too.
+- Output: numpy by default; ``array_backend="torch"`` returns obs, reward (float64), terminated and
+  truncated as torch tensors on ``device`` (default: the backend's device). Infos stay numpy.
+- ``render()`` (render_mode="rgb_array"): a lazy sequence of num_envs frames, env i drawn only when
+  indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
+- ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
+- ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from mjvec.envs._autoreset import (
+    EpisodeStats,
+    check_task_info,
+    masked_info,
+    parse_autoreset_mode,
+    parse_reset_options,
+    parse_seed,
+)
+from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
+from mjvec.envs.lifecycle import Lifecycle
+from mjvec.envs.render import LazyFrames, VariantRenderer
+from mjvec.errors import ClosedError, ConfigError, ResetNeededError
+from mjvec.rng import EnvRandom
+
+__all__ = ["MjVecEnv", "ResetNeededError"]
+
+log = logging.getLogger(__name__)
+
+RENDER_MODES = ("rgb_array",)
+
+
+class MjVecEnv(VectorEnv):
+    """Base of every mjvec task (see the module docstring for the full contract).
+
+    Provided to subclasses: ``backend``, ``num_envs``, ``global_env_ids`` (N,) int64, ``rng``
+    (`EnvRandom`, the ONLY source of randomness), ``lifecycle``, ``frame_skip``, ``control_dt``
+    (frame_skip x model timestep). Subclasses may set the class attribute ``render_camera`` (a camera
+    name or id of the scene; -1 is MuJoCo's free camera).
+    """
+
+    render_camera: str | int = -1
+
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        single_observation_space: gym.Space,
+        single_action_space: gym.spaces.Box,
+        frame_skip: int,
+        autoreset_mode: str | AutoresetMode = "next_step",
+        render_mode: str | None = None,
+        array_backend: str = "numpy",
+        device: str | None = None,
+        record_episode_statistics: bool = False,
+        render_size: tuple[int, int] = (240, 320),
+        variant_model: Callable[[int], mujoco.MjModel] | None = None,
+    ) -> None:
+        if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
+            raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
+        if not isinstance(single_observation_space, gym.Space):
+            raise ConfigError(f"single_observation_space must be a gymnasium Space, got {single_observation_space!r}")
+        if not isinstance(single_action_space, gym.spaces.Box):
+            raise ConfigError(f"single_action_space must be a gymnasium.spaces.Box, got {single_action_space!r}")
+        if len(single_action_space.shape) != 1:
+            raise ConfigError(f"single_action_space must be 1-D, got shape {single_action_space.shape}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ConfigError(
+                f"render_mode={render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
+            )
+        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
+        self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
+        self.array_backend = array_backend
+        self.device = self._device
+
+        self.backend = backend
+        self.num_envs = int(backend.num_envs)
+        self.global_env_ids = int(backend.env_id_offset) + np.arange(self.num_envs, dtype=np.int64)
+        self.global_env_ids.setflags(write=False)
+        self.rng = EnvRandom(self.global_env_ids, None)
+        self.lifecycle = Lifecycle()
+        self.frame_skip = int(frame_skip)
+        self.control_dt = self.frame_skip * float(backend.model.opt.timestep)
+
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, self.num_envs)
+        self.action_space = batch_space(single_action_space, self.num_envs)
+        self.metadata = {
+            "render_modes": list(RENDER_MODES),
+            "render_fps": 1.0 / self.control_dt,
+            "autoreset_mode": self.autoreset_mode,
+        }
+        self.render_mode = render_mode
+        self._renderer = (
+            VariantRenderer(backend, variant_model, render_size, self.render_camera) if render_mode else None
+        )
+
+        self._action_shape = (self.num_envs, int(single_action_space.shape[0]))
+        self._action_low = np.asarray(single_action_space.low, np.float64)
+        self._action_high = np.asarray(single_action_space.high, np.float64)
+        self._record_stats = bool(record_episode_statistics)
+        self._stats = EpisodeStats.create(self.num_envs)
+        # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
+        self._needs_reset = np.zeros(self.num_envs, bool)
+        self._all_ids = np.arange(self.num_envs, dtype=np.int64)
+        self._all_ids.setflags(write=False)
+        self._has_reset = False
+        self._checked_obs = False
+        self._checked_info = False
+        self._task_info: Mapping[str, Any] = {}
+
+    # ---- hooks the task implements ---------------------------------------------------------
+    def _apply_action(self, actions: np.ndarray) -> None:
+        """(N, A) float64, validated and clipped (a fresh array each step). Write backend.ctrl."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _apply_action")
+
+    def _evaluate(
+        self, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """After physics: (reward (N,), terminated (N,), truncated (N,), info of (N, ...) arrays).
+
+        Update task state only where `active` is True; rows of inactive envs are ignored.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement _evaluate")
+
+    def _observe(self) -> Any:
+        """(N, ...) float observation (or a dict of them), a fresh array matching the single space."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _observe")
+
+    def _reset_envs(self, env_ids: np.ndarray) -> None:
+        """Sample initial states for these local envs from self.rng; call self.backend.reset."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
+
+    def _success(self) -> np.ndarray | None:
+        """(N,) bool success used by episode statistics; default: this step's info["success"]."""
+        return self._task_info.get("success")
+
+    # ---- Gymnasium API ---------------------------------------------------------------------
+    def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, {}).
+
+        seed: None (no reseed), an int (env i keyed by (seed, global id i)) or a list of num_envs
+        ints (env i gets list[i]); with a reset mask only the masked envs are reseeded.
+        """
+        self._check_open()
+        seed = parse_seed(seed, self.num_envs)
+        mask = parse_reset_options(options, self.num_envs)
+        if mask is not None and not self._has_reset:
+            raise ResetNeededError(
+                "the first reset() must reset every env; call reset() without a reset_mask first"
+            )
+        super().reset(seed=seed if isinstance(seed, int) else None)
+        ids = self._all_ids if mask is None else np.flatnonzero(mask).astype(np.int64)
+        if isinstance(seed, int):
+            self.rng.seed(seed, env_ids=ids)
+        elif seed is not None:
+            self.rng.seed([seed[i] for i in ids], env_ids=ids)
+        self.lifecycle.fire_startup()
+        self._reset_ids(ids)
+        self._has_reset = True
+        return self._output_obs(self._observe()), {}
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """Advance every env by one control step (see the module docstring for autoreset)."""
+        self._check_open()
+        if not self._has_reset:
+            raise ResetNeededError("call reset() before step()")
+        actions = check_actions(actions, self._action_shape, self._action_low, self._action_high)
+        mode = self.autoreset_mode
+        if mode is AutoresetMode.DISABLED and self._needs_reset.any():
+            ids = np.flatnonzero(self._needs_reset)
+            raise ResetNeededError(
+                f"envs {ids[:16].tolist()} are done and autoreset_mode is DISABLED; reset them first "
+                "with env.reset(options={'reset_mask': mask})"
+            )
+        pending = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else np.zeros(self.num_envs, bool)
+
+        self._apply_action(actions)
+        # An env autoreset this step has its physics discarded, so a failure there is moot.
+        failed = np.asarray(to_numpy(self.backend.step(self.frame_skip)), bool) & ~pending
+        self.lifecycle.fire_interval(self.control_dt)
+        active = ~pending & ~failed
+        rewards, terminated, truncated, info = self._evaluate_step(active, failed)
+        done = terminated | truncated
+        if self._record_stats:
+            episode = self._stats.record(~pending, rewards, done, self._success() if done.any() else None)
+            if episode is not None:
+                info["episode"], info["_episode"] = episode, done.copy()
+        if failed.any():
+            ids = np.flatnonzero(failed)
+            log.warning(
+                "simulation error in envs %s (global ids %s): reset them and returned truncated=True",
+                ids.tolist(), self.global_env_ids[ids].tolist(),
+            )
+
+        if mode is AutoresetMode.SAME_STEP:
+            reset_ids = np.flatnonzero(done)
+            if reset_ids.size:
+                final_info = dict(info)
+                info["final_obs"], info["_final_obs"] = to_numpy(self._observe()), done.copy()
+                info["final_info"], info["_final_info"] = final_info, done.copy()
+        elif mode is AutoresetMode.NEXT_STEP:
+            reset_ids = np.flatnonzero(pending | failed)
+        else:
+            reset_ids = np.flatnonzero(failed)
+        if reset_ids.size:
+            self._reset_ids(reset_ids)
+        if mode is not AutoresetMode.SAME_STEP:
+            self._needs_reset = done & ~failed
+        obs = self._output_obs(self._observe())
+        return obs, self._out(rewards), self._out(terminated), self._out(truncated), info
+
+    def _evaluate_step(
+        self, active: np.ndarray, failed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Call `_evaluate` and apply the base's rules to inactive and failed rows."""
+        reward, term, trunc, task_info = self._evaluate(active)
+        if not self._checked_info:
+            check_task_info(task_info, self.num_envs, type(self).__name__)
+            for name, value in (("reward", reward), ("terminated", term), ("truncated", trunc)):
+                if np.shape(value) != (self.num_envs,):
+                    raise ConfigError(
+                        f"{type(self).__name__}._evaluate returned {name} of shape {np.shape(value)}; "
+                        f"expected ({self.num_envs},)"
+                    )
+            self._checked_info = True
+        self._task_info = task_info
+        rewards = np.where(active, np.asarray(to_numpy(reward), np.float64), 0.0)
+        terminated = np.asarray(to_numpy(term), bool) & active
+        truncated = (np.asarray(to_numpy(trunc), bool) & active) | failed
+        info = masked_info(task_info, active)
+        info["sim_error"], info["_sim_error"] = failed, np.ones(self.num_envs, bool)
+        return rewards, terminated, truncated, info
+
+    def _reset_ids(self, ids: np.ndarray) -> None:
+        """Reset these local envs: lifecycle "reset" first, then the task's state reset."""
+        ids = np.array(ids, dtype=np.int64)
+        ids.setflags(write=False)
+        self.lifecycle.fire_reset(ids)
+        self._reset_envs(ids)
+        self._stats.restart(ids)
+        self._needs_reset[ids] = False
+
+    def _output_obs(self, obs: Any) -> Any:
+        if not self._checked_obs:
+            self._check_obs(obs)
+            self._checked_obs = True
+        return to_output(obs, self._torch, self._device)
+
+    def _check_obs(self, obs: Any) -> None:
+        """Shape and dtype of the first observation against the observation space."""
+        space = self.observation_space
+        pairs = (
+            [(k, obs.get(k) if isinstance(obs, Mapping) else None, s) for k, s in space.spaces.items()]
+            if isinstance(space, gym.spaces.Dict)
+            else [("obs", obs, space)]
+        )
+        for key, value, sub in pairs:
+            if value is None or np.shape(value) != sub.shape or to_numpy(value).dtype != sub.dtype:
+                raise ConfigError(
+                    f"{type(self).__name__}._observe returned {key} with shape {np.shape(value)} and dtype "
+                    f"{getattr(value, 'dtype', None)}; the observation space expects {sub.shape} {sub.dtype}"
+                )
+
+    def _out(self, value: np.ndarray) -> Any:
+        return value if self._torch is None else self._torch.as_tensor(value, device=self._device)
+
+    # ---- rendering -------------------------------------------------------------------------
+    def render(self) -> LazyFrames:
+        """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
+        self._check_open()
+        return LazyFrames(self._require_renderer(), self.num_envs)
+
+    def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
+        """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
+        self._check_open()
+        return self._require_renderer().grid(env_ids, ncols)
+
+    def _require_renderer(self) -> VariantRenderer:
+        if self._renderer is None:
+            raise ConfigError(
+                f"render_mode is {self.render_mode!r}; construct the env with render_mode='rgb_array' to render"
+            )
+        return self._renderer
+
+    # ---- lifetime --------------------------------------------------------------------------
+    def close_extras(self, **kwargs: Any) -> None:
+        """Free the renderers and the backend (called once by VectorEnv.close)."""
+        if self._renderer is not None:
+            self._renderer.close()
+        self.backend.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedError(f"this {type(self).__name__} is closed; create a new env")

@@ -1,0 +1,89 @@
+"""The env lifecycle hook that wrappers subscribe to (domain randomization, timers, pushes).
+
+Events and the callback signature each one gets:
+
+- ``"startup"``: ``callback()``. Fired once, at the env's first ``reset()``, before any env's state
+  is reset (and before the first ``"reset"`` event). Subscribe before that first reset: a late
+  subscription to ``"startup"`` raises, because the event it waits for will never come again.
+- ``"reset"``: ``callback(env_ids)`` with ``env_ids`` (K,) int64 sorted LOCAL env ids, fired BEFORE
+  those envs' state is reset, in every path that resets an env: ``reset()``, ``reset(options=
+  {"reset_mask": m})``, NEXT_STEP and SAME_STEP autoresets, and resets after a simulation error.
+  So a model-field write made here is in effect when the task samples the new initial state.
+- ``"interval"``: ``callback(dt)`` with ``dt`` the control period in seconds, fired on every
+  ``step()`` right after the physics step (before rewards, autoresets and observations), so a
+  wrapper can keep its own per-env timers.
+
+Callbacks run in subscription order. They must not call back into the env's reset/step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from mjvec.errors import ConfigError, allowed
+
+EVENTS = ("startup", "reset", "interval")
+
+
+class Lifecycle:
+    """Ordered callback lists for the events in `EVENTS` (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._callbacks: dict[str, list[Callable[..., None]]] = {event: [] for event in EVENTS}
+        self._started = False
+
+    @property
+    def started(self) -> bool:
+        """Whether ``"startup"`` has fired (the env has been reset at least once)."""
+        return self._started
+
+    def subscribe(self, event: str, callback: Callable[..., None]) -> Callable[[], None]:
+        """Call `callback` on every `event`; returns a function that unsubscribes it.
+
+        Raises ConfigError for an unknown event, a non-callable, or ``"startup"`` after it fired.
+        """
+        if event not in self._callbacks:
+            raise ConfigError(
+                f"unknown lifecycle event {event!r}; allowed events are {allowed(EVENTS)}"
+            )
+        if not callable(callback):
+            raise ConfigError(f"lifecycle callback for {event!r} must be callable, got {callback!r}")
+        if event == "startup" and self._started:
+            raise ConfigError(
+                "the 'startup' event already fired (at the env's first reset); subscribe to it before "
+                "the first reset, e.g. wrap the env right after constructing it"
+            )
+        callbacks = self._callbacks[event]
+        callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+        return unsubscribe
+
+    def num_subscribers(self, event: str) -> int:
+        """How many callbacks are subscribed to `event`."""
+        return len(self._callbacks[event])
+
+    def fire_startup(self) -> None:
+        """Fire ``"startup"`` if it has not fired yet (the env calls this at every full reset)."""
+        if self._started:
+            return
+        self._started = True
+        for callback in tuple(self._callbacks["startup"]):
+            callback()
+
+    def fire_reset(self, env_ids: np.ndarray) -> None:
+        """Fire ``"reset"`` with these local env ids (nothing happens for an empty set)."""
+        if env_ids.size == 0:
+            return
+        for callback in tuple(self._callbacks["reset"]):
+            callback(env_ids)
+
+    def fire_interval(self, dt: float) -> None:
+        """Fire ``"interval"`` with the control period `dt`."""
+        for callback in tuple(self._callbacks["interval"]):
+            callback(dt)

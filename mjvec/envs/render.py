@@ -1,0 +1,180 @@
+"""Rendering many envs: a lazy frame sequence and a tiled grid, each env with its own variant.
+
+Each env is drawn from an `MjData` of its OWN variant model (`variant_model(v)` for
+``v = backend.variant_of_env[i]``), so every env shows its own tool. Compiled models, `MjData`s and
+`mujoco.Renderer`s are created lazily, one per variant actually rendered, and cached until close.
+What is drawn is the env's qpos (and mocap poses) with the variant's compiled model values: model
+fields changed at run time by domain randomization (colors, sizes) are not shown.
+
+Headless use: MuJoCo picks its GL backend from the ``MUJOCO_GL`` environment variable, read when
+mujoco is first imported; set ``MUJOCO_GL=egl`` (GPU) or ``MUJOCO_GL=osmesa`` (CPU, needs
+libosmesa6) before importing mjvec. mjvec never sets it for you.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, overload
+
+import mujoco
+import numpy as np
+
+from mjvec.envs.arrays import to_numpy
+from mjvec.errors import ClosedError, ConfigError
+
+
+class VariantRenderer:
+    """Renders env i from a snapshot of its state with the model of its own variant.
+
+    variant_model: v -> compiled MjModel of variant v; None is allowed only when every env uses
+        one variant, which is then drawn with `backend.model`.
+    size: (height, width) of each frame in pixels.
+    camera: a camera name or id of the variant models, or -1 for MuJoCo's default free camera.
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        variant_model: Callable[[int], mujoco.MjModel] | None,
+        size: tuple[int, int],
+        camera: str | int = -1,
+    ) -> None:
+        if (
+            not isinstance(size, tuple)
+            or len(size) != 2
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size)
+        ):
+            raise ConfigError(f"render_size must be a tuple (height, width) of positive ints, got {size!r}")
+        variants = np.unique(np.asarray(backend.variant_of_env))
+        if variant_model is None and variants.size > 1:
+            raise ConfigError(
+                f"render_mode='rgb_array' with {variants.size} variants needs variant_model= (a callable "
+                "v -> compiled MjModel of variant v) so each env is drawn with its own tool"
+            )
+        self._backend = backend
+        self._variant_model = variant_model
+        self._size = size
+        self._camera = camera
+        self._canonical = backend.model
+        self._variant_of_env = np.asarray(backend.variant_of_env).copy()
+        self._cache: dict[int, tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]] = {}
+        self._mocap = self._canonical.nmocap > 0
+        self._closed = False
+        self.num_renders = 0  # frames drawn so far (for tests and profiling)
+
+    def _variant(self, v: int) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
+        cached = self._cache.get(v)
+        if cached is not None:
+            return cached
+        # A private copy of the canonical model: the offscreen size below is written into it.
+        model = copy.deepcopy(self._canonical) if self._variant_model is None else self._variant_model(v)
+        if not isinstance(model, mujoco.MjModel):
+            raise ConfigError(f"variant_model({v}) must return a compiled mujoco.MjModel, got {type(model).__name__}")
+        for count in ("nq", "nv", "nmocap"):
+            if getattr(model, count) != getattr(self._canonical, count):
+                raise ConfigError(
+                    f"variant_model({v}) has {count}={getattr(model, count)} but the backend's model has "
+                    f"{getattr(self._canonical, count)}; it must return the same scene as the backend's variant {v}"
+                )
+        height, width = self._size
+        # The offscreen buffer must hold the frame.
+        model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+        model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+        cached = self._cache[v] = (model, mujoco.MjData(model), mujoco.Renderer(model, height, width))
+        return cached
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """Copies of the state rendering needs (qpos, qvel, mocap poses), taken now."""
+        self._check_open()
+        state = {"qpos": to_numpy(self._backend.qpos).copy(), "qvel": to_numpy(self._backend.qvel).copy()}
+        if self._mocap:
+            for name in ("mocap_pos", "mocap_quat"):
+                state[name] = to_numpy(self._backend.bind(name)).copy()
+        return state
+
+    def render_env(self, env_id: int, state: dict[str, np.ndarray]) -> np.ndarray:
+        """(H, W, 3) uint8 frame of local env `env_id` in `state` (from `snapshot`)."""
+        self._check_open()
+        model, data, renderer = self._variant(int(self._variant_of_env[env_id]))
+        mujoco.mj_resetData(model, data)
+        for name, rows in state.items():
+            getattr(data, name)[...] = rows[env_id]
+        mujoco.mj_forward(model, data)
+        renderer.update_scene(data, camera=self._camera)
+        self.num_renders += 1
+        return renderer.render()
+
+    def grid(self, env_ids: Sequence[int] | np.ndarray, ncols: int | None = None) -> np.ndarray:
+        """(rows*H, ncols*W, 3) uint8: frames of `env_ids` (local, now) tiled row-major, black padding."""
+        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        n = len(self._variant_of_env)
+        if ids.size == 0 or ((ids < -n) | (ids >= n)).any():
+            raise ConfigError(
+                f"render_grid env_ids must be a non-empty list of local ids in [0, {n}), got {ids.tolist()}"
+            )
+        ids = ids % n
+        if ncols is None:
+            ncols = math.ceil(math.sqrt(ids.size))
+        if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+            raise ConfigError(f"render_grid ncols must be an int >= 1 or None, got {ncols!r}")
+        ncols = min(int(ncols), ids.size)
+        nrows = math.ceil(ids.size / ncols)
+        height, width = self._size
+        out = np.zeros((nrows * height, ncols * width, 3), np.uint8)
+        state = self.snapshot()
+        for k, env_id in enumerate(ids):
+            r, c = divmod(k, ncols)
+            out[r * height : (r + 1) * height, c * width : (c + 1) * width] = self.render_env(int(env_id), state)
+        return out
+
+    def close(self) -> None:
+        """Free the renderers (GL contexts); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for _, _, renderer in self._cache.values():
+            renderer.close()
+        self._cache.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("the env is closed; its renderers were freed. Create a new env to render.")
+
+
+class LazyFrames(Sequence):
+    """The frames of all envs at the time `render()` was called; env i is drawn when indexed.
+
+    len() is num_envs; indexing takes an int (negative allowed) and returns an (H, W, 3) uint8
+    array, or a slice and returns a list of them. A frame, once drawn, is cached in this sequence.
+    """
+
+    def __init__(self, renderer: VariantRenderer, num_envs: int) -> None:
+        self._renderer = renderer
+        self._num_envs = num_envs
+        self._state = renderer.snapshot()
+        self._frames: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self._num_envs
+
+    @overload
+    def __getitem__(self, index: int) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[np.ndarray]: ...
+
+    def __getitem__(self, index: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._num_envs))]
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"frame index must be an int or a slice, got {type(index).__name__}")
+        i = int(index)
+        if not -self._num_envs <= i < self._num_envs:
+            raise IndexError(f"frame index {i} out of range for {self._num_envs} envs")
+        i %= self._num_envs
+        frame = self._frames.get(i)
+        if frame is None:
+            frame = self._frames[i] = self._renderer.render_env(i, self._state)
+        return frame
