@@ -1,0 +1,205 @@
+"""`DomainRandomization`: model-field randomization as a Gymnasium vector wrapper.
+
+Construction validates every term against the backend's declared capabilities and the model's
+names (fail closed: an undeclared field, an identity field, an unknown target or an impossible
+range raises here, before the first step). Then the wrapper subscribes to the env's lifecycle:
+
+- startup: startup terms for every env, once;
+- reset(env_ids): reset terms for exactly those envs, BEFORE their state reset (every path:
+  reset(), reset_mask, NEXT_STEP / SAME_STEP autoreset, sim-error resets);
+- interval(dt): interval terms for the envs whose own timer ran out; each env's next period is
+  drawn from `interval_s`.
+
+Each event hands the backend ONE `write_fields` batch (so one recompute for the envs concerned).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from mjvec.backends.base import FieldWrite
+from mjvec.errors import ConfigError, allowed
+from mjvec.randomization.terms import EventTerm, coupled_fields, term_values
+
+_OBJ = {
+    "body": mujoco.mjtObj.mjOBJ_BODY,
+    "geom": mujoco.mjtObj.mjOBJ_GEOM,
+    "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
+    "joint": mujoco.mjtObj.mjOBJ_JOINT,
+}
+_COUNT = {"body": "nbody", "geom": "ngeom", "actuator": "nu", "joint": "njnt"}
+
+
+def _names(model: mujoco.MjModel, entity: str) -> list[str]:
+    return [mujoco.mj_id2name(model, _OBJ[entity], i) or "" for i in range(getattr(model, _COUNT[entity]))]
+
+
+def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
+    """Sorted unique ids (body/geom/dof/actuator) the term's target patterns name.
+
+    A pattern matches a name when it equals it or fully matches it as a regular expression. Dof
+    kinds name joints; a joint contributes all of its dofs. A pattern matching nothing raises.
+    """
+    if term.entity == "option":
+        return np.zeros(0, np.int64)
+    lookup = "joint" if term.entity == "dof" else term.entity
+    names = _names(model, lookup)
+    ids: set[int] = set()
+    for pattern in term.targets:
+        try:
+            regex = re.compile(pattern)
+        except re.error as error:
+            raise ConfigError(f"term {term.name!r}: target {pattern!r} is not a valid regex ({error})") from error
+        hits = [i for i, n in enumerate(names) if n and (n == pattern or regex.fullmatch(n))]
+        if not hits:
+            raise ConfigError(
+                f"term {term.name!r} ({term.field}): target {pattern!r} matches no {lookup}; "
+                f"{lookup} names are {allowed([n for n in names if n])}"
+            )
+        ids.update(hits)
+    if term.entity != "dof":
+        return np.array(sorted(ids), np.int64)
+    dofs: list[int] = []
+    for j in sorted(ids):
+        width = {0: 6, 1: 3, 2: 1, 3: 1}[int(model.jnt_type[j])]
+        dofs.extend(range(model.jnt_dofadr[j], model.jnt_dofadr[j] + width))
+    return np.array(dofs, np.int64)
+
+
+class DomainRandomization(VectorWrapper):
+    """Randomize model fields on lifecycle events (see the module docstring).
+
+    env: an mjvec env (or a wrapper of one); its `unwrapped` must have `backend`, `lifecycle` and
+        `rng`.
+    terms: the EventTerms; names must be unique.
+    `dr_params[name]` holds each env's latest draw of each term ((num_envs, M) or (num_envs, M, C);
+    NaN until first sampled), for logging and privileged observations.
+    """
+
+    def __init__(self, env: VectorEnv, terms: Sequence[EventTerm]) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        for attr in ("backend", "lifecycle", "rng"):
+            if not hasattr(base, attr):
+                raise ConfigError(f"DomainRandomization needs an mjvec env (missing {attr!r} on {type(base).__name__})")
+        self._backend = base.backend
+        self._rng = base.rng
+        self._terms = tuple(terms)
+        names = [t.name for t in self._terms]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"term names must be unique; got {names}. Give each term a distinct name=")
+        caps = self._backend.capabilities
+        self._index: dict[str, np.ndarray] = {}
+        for term in self._terms:
+            if not isinstance(term, EventTerm):
+                raise ConfigError(f"terms must be EventTerm instances, got {type(term).__name__}")
+            for field in coupled_fields(term):
+                caps.require(field, what=f"term {term.name!r} field")
+            self._index[term.name] = resolve_targets(self._backend.model, term)
+            self._check_add_keeps_mass_positive(term)
+        n = self._backend.num_envs
+        self.dr_params: dict[str, np.ndarray] = {}
+        self._timers = np.full((len(self._terms), n), np.inf)
+        self._subs = [
+            base.lifecycle.subscribe("startup", self._on_startup),
+            base.lifecycle.subscribe("reset", self._on_reset),
+            base.lifecycle.subscribe("interval", self._on_interval),
+        ]
+
+    @property
+    def terms(self) -> tuple[EventTerm, ...]:
+        return self._terms
+
+    def _check_add_keeps_mass_positive(self, term: EventTerm) -> None:
+        if term.kind != "body_mass" or term.operation != "add":
+            return
+        lowest = self._backend.defaults("body_mass")[:, self._index[term.name]].min() + term.low
+        if term.distribution == "gaussian" or lowest <= 0:
+            raise ConfigError(
+                f"term {term.name!r} (body_mass): add range low={term.low} can make a mass <= 0 "
+                f"(lowest default + low = {lowest:.4g}); masses must be positive"
+            )
+
+    def _writes(self, mode: str, env_ids: np.ndarray, which: np.ndarray | None = None) -> list[FieldWrite]:
+        """One FieldWrite per field for this event's terms (`which[k]`: term k's subset of env_ids)."""
+        active = [(k, t) for k, t in enumerate(self._terms) if t.mode == mode]
+        if not active or env_ids.size == 0:
+            return []
+        fields = sorted({f for _, t in active for f in coupled_fields(t)})
+        be = self._backend
+        staged = {f: be.field_values(f, env_ids) for f in fields}
+        touched: dict[str, tuple[np.ndarray, set[int]]] = {f: (np.zeros(env_ids.size, bool), set()) for f in fields}
+        for k, term in active:
+            rows = np.arange(env_ids.size) if which is None else np.flatnonzero(which[k])
+            if rows.size == 0:
+                continue
+            ids = env_ids[rows]
+            defaults = {f: be.defaults(f)[ids] for f in coupled_fields(term)}
+            current = {f: staged[f][rows] for f in coupled_fields(term)}
+            index = self._index[term.name]
+            values, draw = term_values(self._rng, ids, defaults, current, term, index)
+            for field, new in values:
+                if index.size == 0:  # whole-tail field (gravity)
+                    staged[field][rows] = new
+                else:
+                    staged[field][rows[:, None], index[None, :]] = new
+                    touched[field][1].update(index.tolist())
+                touched[field][0][rows] = True
+            store = self.dr_params.get(term.name)
+            if store is None:
+                store = self.dr_params[term.name] = np.full((be.num_envs, *draw.shape[1:]), np.nan)
+            store[ids] = draw
+        writes = []
+        for field, (rows_mask, entries) in touched.items():
+            rows = np.flatnonzero(rows_mask)
+            if rows.size == 0:
+                continue
+            if entries:
+                index = np.array(sorted(entries), np.int64)
+                writes.append(FieldWrite(field, env_ids[rows], index, staged[field][rows][:, index]))
+            else:
+                writes.append(FieldWrite(field, env_ids[rows], None, staged[field][rows]))
+        return writes
+
+    def _on_startup(self) -> None:
+        writes = self._writes("startup", np.arange(self._backend.num_envs))
+        if writes:
+            self._backend.write_fields(writes)
+
+    def _on_reset(self, env_ids: np.ndarray) -> None:
+        writes = self._writes("reset", np.asarray(env_ids, np.int64))
+        if writes:
+            self._backend.write_fields(writes)
+        for k, term in enumerate(self._terms):
+            if term.mode == "interval":
+                lo, hi = term.interval_s  # type: ignore[misc]
+                self._timers[k, env_ids] = self._rng.uniform(env_ids, f"dr-timer/{term.name}", lo, hi)
+
+    def _on_interval(self, dt: float) -> None:
+        if not any(t.mode == "interval" for t in self._terms):
+            return
+        self._timers -= dt
+        due = self._timers <= 0.0
+        if not due.any():
+            return
+        env_ids = np.flatnonzero(due.any(axis=0))
+        writes = self._writes("interval", env_ids, which=due[:, env_ids])
+        if writes:
+            self._backend.write_fields(writes)
+        for k, term in enumerate(self._terms):
+            fired = np.flatnonzero(due[k])
+            if fired.size:
+                lo, hi = term.interval_s  # type: ignore[misc]
+                self._timers[k, fired] = self._rng.uniform(fired, f"dr-timer/{term.name}", lo, hi)
+
+    def close(self, **kwargs: Any) -> None:
+        for unsubscribe in self._subs:
+            unsubscribe()
+        self._subs = []
+        super().close(**kwargs)

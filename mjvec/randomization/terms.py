@@ -1,0 +1,191 @@
+"""Model-field randomization terms: typed configs and pure term functions.
+
+A term is an `EventTerm` config plus the pure function `term_values(rng, env_ids, defaults,
+current, term, index)` that samples new values for the given envs. `defaults` are the backend's
+read-only per-env defaults (what each env's own variant compiled to), so `scale` and `add` are
+always taken from the compiled value and repeated resets never accumulate. Terms never write model
+fields themselves: the `DomainRandomization` wrapper hands one batch of their writes to the
+backend per event.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mjvec.errors import ConfigError, allowed
+from mjvec.rng import EnvRandom
+
+MODES = ("startup", "reset", "interval")
+DISTRIBUTIONS = ("uniform", "log_uniform", "gaussian")
+OPERATIONS = ("abs", "scale", "add")
+
+# kind -> (field, tail columns written, entity the targets name). The column picks one component
+# of a multi-valued field, e.g. the sliding coefficient of geom_friction.
+KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
+    "body_mass": ("body_mass", None, "body"),
+    "body_com": ("body_ipos", (0, 1, 2), "body"),
+    "geom_friction": ("geom_friction", (0,), "geom"),
+    "dof_damping": ("dof_damping", None, "dof"),
+    "dof_armature": ("dof_armature", None, "dof"),
+    "dof_frictionloss": ("dof_frictionloss", None, "dof"),
+    "actuator_kp": ("actuator_gainprm", (0,), "actuator"),
+    "actuator_kd": ("actuator_biasprm", (2,), "actuator"),
+    "gravity": ("gravity", (0, 1, 2), "option"),
+}
+
+
+@dataclass(frozen=True)
+class EventTerm:
+    """One model-field randomization.
+
+    kind: what to randomize (a key of `KINDS`); it fixes the model field(s) written.
+    targets: names or regular expressions (full match) of the bodies / geoms / joints (for dof
+        kinds) / actuators to randomize; empty for `gravity`, which has no targets.
+    low, high: the range (uniform, log_uniform) or (mean, std) for gaussian.
+    operation: abs (value), scale (default x value), add (default + value).
+    mode: startup (once, at the first reset), reset (before every reset of an env), interval
+        (every `interval_s` = (min, max) seconds per env, sampled per env).
+    recompute_inertia: body_mass only: scale body_inertia by the same factor as the mass, so
+        the body's density distribution (and so its inertia) stays consistent with the new mass.
+    name: label in `dr_params` and error messages (default: kind).
+    """
+
+    kind: str
+    low: float
+    high: float
+    targets: tuple[str, ...] = ()
+    operation: str = "scale"
+    distribution: str = "uniform"
+    mode: str = "reset"
+    interval_s: tuple[float, float] | None = None
+    recompute_inertia: bool = True
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        label = self.name or self.kind
+        object.__setattr__(self, "name", label)
+        object.__setattr__(self, "targets", tuple(self.targets))
+        for what, value, choices in (
+            ("kind", self.kind, KINDS),
+            ("operation", self.operation, OPERATIONS),
+            ("distribution", self.distribution, DISTRIBUTIONS),
+            ("mode", self.mode, MODES),
+        ):
+            if value not in choices:
+                raise ConfigError(f"term {label!r}: {what} {value!r} is not one of {allowed(choices)}")
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise ConfigError(f"term {label!r}: range ({self.low}, {self.high}) must be finite")
+        if self.distribution != "gaussian" and self.low > self.high:
+            raise ConfigError(
+                f"term {label!r} ({KINDS[self.kind][0]}): inverted range low={self.low} > high={self.high}; "
+                "swap them"
+            )
+        if self.distribution == "gaussian" and self.high < 0:
+            raise ConfigError(f"term {label!r}: gaussian std (high) must be >= 0, got {self.high}")
+        if self.distribution == "log_uniform" and self.low <= 0:
+            raise ConfigError(f"term {label!r}: log_uniform needs low > 0, got {self.low}")
+        if self.kind == "gravity" and self.targets:
+            raise ConfigError(f"term {label!r}: gravity has no targets; got {self.targets}")
+        if self.kind != "gravity" and not self.targets:
+            raise ConfigError(f"term {label!r} ({self.kind}): give targets (names or regex patterns)")
+        if self.mode == "interval":
+            if self.interval_s is None or not (0 < self.interval_s[0] <= self.interval_s[1]):
+                raise ConfigError(
+                    f"term {label!r}: mode 'interval' needs interval_s=(min, max) with 0 < min <= max, "
+                    f"got {self.interval_s}"
+                )
+        elif self.interval_s is not None:
+            raise ConfigError(f"term {label!r}: interval_s is only for mode 'interval' (mode is {self.mode!r})")
+        if self.kind == "body_mass":
+            self._check_positive_mass(label)
+
+    def _check_positive_mass(self, label: str) -> None:
+        lowest = self.low if self.distribution != "gaussian" else -math.inf
+        if self.operation in ("abs", "scale") and lowest <= 0:
+            raise ConfigError(
+                f"term {label!r} (body_mass): {self.operation} range must stay > 0 (low={self.low}"
+                f"{', gaussian is unbounded' if self.distribution == 'gaussian' else ''}); masses must be positive"
+            )
+
+    @property
+    def field(self) -> str:
+        return KINDS[self.kind][0]
+
+    @property
+    def entity(self) -> str:
+        return KINDS[self.kind][2]
+
+
+def sample(rng: EnvRandom, env_ids: np.ndarray, term: EventTerm, shape: tuple[int, ...]) -> np.ndarray:
+    """(K, *shape) draws of the term's distribution on the term's own stream."""
+    stream = f"dr/{term.name}"
+    if term.distribution == "uniform":
+        return rng.uniform(env_ids, stream, term.low, term.high, shape)
+    if term.distribution == "log_uniform":
+        u = rng.uniform(env_ids, stream, math.log(term.low), math.log(term.high), shape)
+        return np.exp(u)
+    return term.low + term.high * rng.normal(env_ids, stream, shape)
+
+
+def apply_operation(default: np.ndarray, draw: np.ndarray, operation: str) -> np.ndarray:
+    """The new value from the compiled default and a draw."""
+    if operation == "abs":
+        return draw
+    if operation == "scale":
+        return default * draw
+    return default + draw
+
+
+def term_values(
+    rng: EnvRandom,
+    env_ids: np.ndarray,
+    defaults: Mapping[str, np.ndarray],
+    current: Mapping[str, np.ndarray],
+    term: EventTerm,
+    index: np.ndarray,
+) -> tuple[list[tuple[str, np.ndarray]], np.ndarray]:
+    """Sample `term` for `env_ids`; returns ([(field, new values at index)], draws).
+
+    defaults[f] / current[f]: (K, *tail) rows of env_ids: the compiled defaults (what scale/add
+    apply to) and the values in effect now (what the columns a term does not randomize keep).
+    New values are (K, M, ...) at `index` (the resolved target ids), or (K, 3) for gravity.
+    draws: (K, M) or (K, M, C) or (K, 3), the raw samples, for `dr_params`.
+    """
+    field, columns, _ = KINDS[term.kind]
+    if term.kind == "gravity":
+        draw = sample(rng, env_ids, term, (3,))
+        return [(field, apply_operation(defaults[field], draw, term.operation))], draw
+    default = defaults[field][:, index]
+    if columns is None:
+        draw = sample(rng, env_ids, term, (index.size,))
+        new = apply_operation(default, draw, term.operation)
+    else:
+        draw = sample(rng, env_ids, term, (index.size, len(columns)))
+        new = current[field][:, index].copy()
+        cols = list(columns)
+        # actuator_kd lives in biasprm as -kd: randomize kd itself, then store its negative.
+        sign = -1.0 if term.kind == "actuator_kd" else 1.0
+        new[..., cols] = sign * apply_operation(sign * default[..., cols], draw, term.operation)
+    out = [(field, new)]
+    if term.kind == "body_mass" and term.recompute_inertia:
+        # Same shape and density distribution scaled by the mass ratio: inertia scales alike.
+        out.append(("body_inertia", defaults["body_inertia"][:, index] * (new / default)[..., None]))
+    elif term.kind == "actuator_kp":
+        # A position actuator's force is kp*(ctrl - q): gain kp and bias -kp move together.
+        bias = current["actuator_biasprm"][:, index].copy()
+        bias[..., 1] = -new[..., 0]
+        out.append(("actuator_biasprm", bias))
+    return out, draw
+
+
+def coupled_fields(term: EventTerm) -> tuple[str, ...]:
+    """Every model field a term writes (for capability checks at construction)."""
+    extra: dict[str, tuple[str, ...]] = {"body_mass": ("body_inertia",) if term.recompute_inertia else ()}
+    extra["actuator_kp"] = ("actuator_biasprm",)
+    return (term.field, *extra.get(term.kind, ()))
+
+
