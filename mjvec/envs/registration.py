@@ -1,0 +1,220 @@
+"""Registration of SimToolReal-v0 with Gymnasium, and the creators behind it.
+
+After ``import mjvec``:
+
+- ``gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu", ...)`` -> `SimToolRealEnv`
+  (a `gymnasium.vector.VectorEnv`) through `make_vec`;
+- ``gym.make("SimToolReal-v0", ...)`` -> a single `gymnasium.Env` (`mjvec.envs.single.SingleEnv`
+  over a one-env vector env with autoreset disabled) through `make_single`.
+
+Every option is a plain keyword argument (Gymnasium rejects ``vector_kwargs``/``wrappers`` in
+vector-entry-point mode); the accepted ones are the fields of `SimToolRealOptions`, and anything
+else raises `ConfigError` naming the allowed set. `make_backend` is the only place in the envs
+package that looks at a backend's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+
+from mjvec.assets.scene import scene_spec
+from mjvec.assets.tools import TOOL_GEOMETRIES, ToolCatalog
+from mjvec.backends.base import Scene
+from mjvec.envs.config import SimToolRealConfig
+from mjvec.envs.simtoolreal import SimToolRealEnv
+from mjvec.envs.task_math import OBS_MODES
+from mjvec.errors import ConfigError, allowed
+from mjvec.randomization import EventTerm, apply_randomization, check_randomization
+
+ENV_ID = "SimToolReal-v0"
+BACKENDS = ("cpu", "warp")
+MAX_TOOLS = 600
+# The catalog of the spec: 12 distributions x 50 tools, seed 42.
+CATALOG_SEED = 42
+CATALOG_PER_DISTRIBUTION = 50
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class SimToolRealOptions:
+    """Every keyword `make_vec` accepts (besides num_envs), validated at construction.
+
+    backend: "cpu" (mjbatch-uni thread pool) or "warp" (mujoco-warp, when installed).
+    num_threads: CPU worker threads (None: the CPU affinity count); CPU backend only.
+    max_episode_steps: control steps without a success before truncation (None: config's, 600).
+    obs_mode: "policy" (Box(140)) or "asymmetric" (Dict(policy=140, critic=162)).
+    env_id_offset: global id of local env 0 (shards of one run keep tool and random streams).
+    num_tools: tools in use, 1..600; env with global id g gets tool g % num_tools.
+    tool_geometry: how tools are modelled ("primitive" or "mesh").
+    config: task constants; None for the paper's.
+    randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
+        None (the bare task), or a sequence of `EventTerm`s (model-field DR).
+    The rest go to `MjVecEnv` unchanged.
+    """
+
+    backend: str = "cpu"
+    num_threads: int | None = None
+    max_episode_steps: int | None = None
+    autoreset_mode: Any = "next_step"
+    render_mode: str | None = None
+    obs_mode: str = "policy"
+    env_id_offset: int = 0
+    num_tools: int = MAX_TOOLS
+    tool_geometry: str = "primitive"
+    array_backend: str = "numpy"
+    device: str | None = None
+    record_episode_statistics: bool = False
+    render_size: tuple[int, int] = (240, 320)
+    config: SimToolRealConfig | None = None
+    randomization: str | tuple[EventTerm, ...] | None = "paper"
+
+    def __post_init__(self) -> None:
+        if self.randomization is not None and not isinstance(self.randomization, str):
+            object.__setattr__(self, "randomization", tuple(self.randomization))
+        check_randomization(self.randomization)
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend={self.backend!r} is not supported; allowed values are {allowed(BACKENDS)}")
+        if self.num_threads is not None and (not _is_int(self.num_threads) or self.num_threads < 1):
+            raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
+        if self.max_episode_steps is not None and (not _is_int(self.max_episode_steps) or self.max_episode_steps < 1):
+            raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
+        if self.obs_mode not in OBS_MODES:
+            raise ConfigError(f"obs_mode={self.obs_mode!r} is not supported; allowed values are {allowed(OBS_MODES)}")
+        if not _is_int(self.env_id_offset) or self.env_id_offset < 0:
+            raise ConfigError(f"env_id_offset must be an int >= 0, got {self.env_id_offset!r}")
+        if not _is_int(self.num_tools) or not 1 <= self.num_tools <= MAX_TOOLS:
+            raise ConfigError(
+                f"num_tools must be an int in [1, {MAX_TOOLS}] (the catalog has {MAX_TOOLS} tools), "
+                f"got {self.num_tools!r}"
+            )
+        if self.tool_geometry not in TOOL_GEOMETRIES:
+            raise ConfigError(
+                f"tool_geometry={self.tool_geometry!r} is not supported; allowed values are {allowed(TOOL_GEOMETRIES)}"
+            )
+        if self.config is not None and not isinstance(self.config, SimToolRealConfig):
+            raise ConfigError(f"config must be a SimToolRealConfig or None, got {type(self.config).__name__}")
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict[str, Any]) -> SimToolRealOptions:
+        """Options from keyword arguments; unknown names raise ConfigError with the allowed set."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) {unknown} for {ENV_ID}; allowed options are {allowed(names, limit=32)} "
+                "(plus num_envs)"
+            )
+        return cls(**kwargs)
+
+    def task_config(self) -> SimToolRealConfig:
+        cfg = SimToolRealConfig() if self.config is None else self.config
+        if self.max_episode_steps is None:
+            return cfg
+        return dataclasses.replace(cfg, max_episode_steps=self.max_episode_steps)
+
+
+@functools.lru_cache(maxsize=4)
+def default_catalog() -> ToolCatalog:
+    """The spec's 600-tool catalog (a pure function of its seed, so built once per process)."""
+    return ToolCatalog(seed=CATALOG_SEED, per_distribution=CATALOG_PER_DISTRIBUTION)
+
+
+def make_backend(backend: str, scene: Scene, num_threads: int | None, device: str | None) -> Any:
+    """The backend named `backend` over `scene` (the one place that branches on the name)."""
+    if backend == "cpu":
+        from mjvec.backends.cpu import CpuBackend
+
+        return CpuBackend(scene, num_threads=num_threads)
+    if backend == "warp":
+        if importlib.util.find_spec("mjvec.backends.warp") is None:
+            raise ConfigError("backend='warp' is not available in this build of mjvec; use backend='cpu'")
+        if num_threads is not None:
+            raise ConfigError("num_threads applies to backend='cpu' only; drop it for backend='warp'")
+        from mjvec.backends.warp import WarpBackend
+
+        return WarpBackend(scene, device=device)
+    raise ConfigError(f"backend={backend!r} is not supported; allowed values are {allowed(BACKENDS)}")
+
+
+def _variant_compiler(make_variant: Callable[[int], mujoco.MjSpec]) -> Callable[[int], mujoco.MjModel]:
+    @functools.cache
+    def compile_variant(v: int) -> mujoco.MjModel:
+        return make_variant(v).compile()
+
+    return compile_variant
+
+
+def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
+    """Build a `SimToolRealEnv` of `num_envs` envs (the vector entry point of SimToolReal-v0),
+    wrapped with the requested randomization (default: the paper's preset).
+
+    Keyword options: the fields of `SimToolRealOptions`. Raises ConfigError for unknown options
+    or bad values.
+    """
+    if not _is_int(num_envs) or num_envs < 1:
+        raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
+    opts = SimToolRealOptions.from_kwargs(kwargs)
+    cfg = opts.task_config()
+    catalog = default_catalog()
+    make_variant = functools.partial(scene_spec, tool_geometry=opts.tool_geometry, catalog=catalog)
+    scene = Scene(
+        num_variants=opts.num_tools, make_variant=make_variant, num_envs=num_envs,
+        env_id_offset=opts.env_id_offset, name="simtoolreal",
+    )
+    backend = make_backend(opts.backend, scene, opts.num_threads, opts.device)
+    try:
+        env = SimToolRealEnv(
+            backend,
+            catalog=catalog,
+            tool_geometry=opts.tool_geometry,
+            config=cfg,
+            obs_mode=opts.obs_mode,
+            variant_model=_variant_compiler(make_variant) if opts.render_mode else None,
+            autoreset_mode=opts.autoreset_mode,
+            render_mode=opts.render_mode,
+            array_backend=opts.array_backend,
+            device=opts.device,
+            record_episode_statistics=opts.record_episode_statistics,
+            render_size=opts.render_size,
+        )
+    except Exception:
+        backend.close()
+        raise
+    return apply_randomization(env, opts.randomization)
+
+
+def make_single(**kwargs: Any) -> gym.Env:
+    """The single-env entry point: env 0 of a one-env vector env, autoreset disabled."""
+    from mjvec.envs.single import SingleEnv
+
+    for name, fixed in (("num_envs", 1), ("autoreset_mode", "disabled"), ("array_backend", "numpy")):
+        if name in kwargs and kwargs[name] != fixed:
+            raise ConfigError(
+                f"gym.make({ENV_ID!r}) builds one env with {name}={fixed!r}; got {name}={kwargs[name]!r}. "
+                f"Use gym.make_vec({ENV_ID!r}, ...) for other settings"
+            )
+        kwargs.pop(name, None)
+    return SingleEnv(make_vec(1, autoreset_mode="disabled", array_backend="numpy", **kwargs))
+
+
+def register_envs() -> None:
+    """Register SimToolReal-v0 with Gymnasium (idempotent: a second call does nothing)."""
+    if ENV_ID in gym.registry:
+        return
+    gym.register(
+        ENV_ID,
+        entry_point=make_single,
+        vector_entry_point=make_vec,
+        max_episode_steps=None,
+    )
