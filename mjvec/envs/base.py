@@ -150,6 +150,8 @@ class MjVecEnv(VectorEnv):
         self._checked_obs = False
         self._checked_info = False
         self._task_info: Mapping[str, Any] = {}
+        self._action_transforms: list[Callable[[np.ndarray], np.ndarray]] = []
+        self._obs_transforms: list[Callable[[Any, bool], Any]] = []
 
     # ---- hooks the task implements ---------------------------------------------------------
     def _apply_action(self, actions: np.ndarray) -> None:
@@ -177,6 +179,24 @@ class MjVecEnv(VectorEnv):
         """(N,) bool success used by episode statistics; default: this step's info["success"]."""
         return self._task_info.get("success")
 
+    # ---- transforms (non-model randomization) ----------------------------------------------
+    def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[], None]:
+        """Apply `fn` to every validated (N, A) float64 action batch before `_apply_action`.
+
+        Transforms run in the order added (e.g. an action-delay queue). Returns an unsubscribe.
+        """
+        return _subscribe(self._action_transforms, fn)
+
+    def add_observation_transform(self, fn: Callable[[Any, bool], Any]) -> Callable[[], None]:
+        """Apply `fn(obs, stepped)` to the numpy observation returned by reset() and step().
+
+        stepped is True for step() (time advanced one control step) and False for reset(). The
+        transform sees the task's fresh numpy obs (a dict for dict spaces) and returns one of the
+        same layout; it runs before the torch conversion. SAME_STEP `final_obs` is the task's
+        clean terminal observation (not transformed). Returns an unsubscribe function.
+        """
+        return _subscribe(self._obs_transforms, fn)
+
     # ---- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, {}).
@@ -200,7 +220,7 @@ class MjVecEnv(VectorEnv):
         self.lifecycle.fire_startup()
         self._reset_ids(ids)
         self._has_reset = True
-        return self._output_obs(self._observe()), {}
+        return self._output_obs(self._observe(), stepped=False), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance every env by one control step (see the module docstring for autoreset)."""
@@ -208,6 +228,8 @@ class MjVecEnv(VectorEnv):
         if not self._has_reset:
             raise ResetNeededError("call reset() before step()")
         actions = check_actions(actions, self._action_shape, self._action_low, self._action_high)
+        for transform in self._action_transforms:
+            actions = transform(actions)
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._needs_reset.any():
             ids = np.flatnonzero(self._needs_reset)
@@ -249,7 +271,7 @@ class MjVecEnv(VectorEnv):
             self._reset_ids(reset_ids)
         if mode is not AutoresetMode.SAME_STEP:
             self._needs_reset = done & ~failed
-        obs = self._output_obs(self._observe())
+        obs = self._output_obs(self._observe(), stepped=True)
         return obs, self._out(rewards), self._out(terminated), self._out(truncated), info
 
     def _evaluate_step(
@@ -283,10 +305,12 @@ class MjVecEnv(VectorEnv):
         self._stats.restart(ids)
         self._needs_reset[ids] = False
 
-    def _output_obs(self, obs: Any) -> Any:
+    def _output_obs(self, obs: Any, *, stepped: bool) -> Any:
         if not self._checked_obs:
             self._check_obs(obs)
             self._checked_obs = True
+        for transform in self._obs_transforms:
+            obs = transform(obs, stepped)
         return to_output(obs, self._torch, self._device)
 
     def _check_obs(self, obs: Any) -> None:
@@ -335,3 +359,15 @@ class MjVecEnv(VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedError(f"this {type(self).__name__} is closed; create a new env")
+
+
+def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:
+    if not callable(fn):
+        raise ConfigError(f"a transform must be callable, got {fn!r}")
+    callbacks.append(fn)
+
+    def unsubscribe() -> None:
+        if fn in callbacks:
+            callbacks.remove(fn)
+
+    return unsubscribe

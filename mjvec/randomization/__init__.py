@@ -1,6 +1,9 @@
 """Domain randomization as Gymnasium vector wrappers that emit backend field writes."""
 
 from mjvec.randomization.model_dr import DomainRandomization, resolve_targets
+from mjvec.randomization.object_dr import ObjectPoseLatency, ObjectScaleNoise, RandomPushes
+from mjvec.randomization.perception import ActionDelay, ObservationDelay, ObservationNoise
+from mjvec.randomization.presets import PRESETS, apply_randomization, check_randomization, paper
 from mjvec.randomization.terms import DISTRIBUTIONS, KINDS, MODES, OPERATIONS, EventTerm, term_values
 
 __all__ = [
@@ -8,8 +11,18 @@ __all__ = [
     "KINDS",
     "MODES",
     "OPERATIONS",
+    "PRESETS",
+    "ActionDelay",
     "DomainRandomization",
     "EventTerm",
+    "ObjectPoseLatency",
+    "ObjectScaleNoise",
+    "ObservationDelay",
+    "ObservationNoise",
+    "RandomPushes",
+    "apply_randomization",
+    "check_randomization",
+    "paper",
     "resolve_targets",
     "term_values",
 ]

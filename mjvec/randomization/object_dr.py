@@ -1,0 +1,145 @@
+"""Object-centric randomization for SimToolReal-style tasks: perceived-pose latency and noise,
+grasp-box scale noise, random pushes through `xfrc_applied` (reference/simtoolreal.md §4).
+
+See `mjvec.randomization.perception` for the hooks these wrappers use.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from mjvec.errors import ConfigError
+from mjvec.randomization.perception import _DelayQueue, _need, _ResetMarks
+
+
+def _axis_angle_quat(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """(K, 4) wxyz quaternions of rotations by `angle` (K,) about unit `axis` (K, 3)."""
+    half = 0.5 * angle
+    return np.concatenate([np.cos(half)[:, None], axis * np.sin(half)[:, None]], axis=1)
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=1)
+
+
+class ObjectPoseLatency(VectorWrapper):
+    """The policy sees the object pose from 0..max_delay control steps ago (random per env per
+    step), plus N(0, pos_std) position noise and a rotation of U(-rot_deg, rot_deg) about a
+    uniformly random axis. The critic and the reward keep the true pose.
+    """
+
+    def __init__(self, env: VectorEnv, max_delay: int = 9, pos_std: float = 0.01, rot_deg: float = 5.0) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        _need(base, "_true_object_pose", "_observed_object_pose", "lifecycle", "rng", who="ObjectPoseLatency")
+        if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
+            raise ConfigError(f"ObjectPoseLatency: max_delay must be an int >= 0, got {max_delay!r}")
+        for name, value in (("pos_std", pos_std), ("rot_deg", rot_deg)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"ObjectPoseLatency: {name} must be finite and >= 0, got {value}")
+        self._base, self._max = base, max_delay
+        self._pos_std, self._rot = pos_std, math.radians(rot_deg)
+        self._queue = _DelayQueue(max_delay + 1)
+        self._marks = _ResetMarks(base)
+        self._ids = np.arange(base.num_envs)
+        self._observed: tuple[np.ndarray, np.ndarray] | None = None
+        self._unsub = base.lifecycle.subscribe("interval", self._advance)
+        base._observed_object_pose = self._pose
+
+    def _sample(self, pose: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rng = self._base.rng
+        pos = pose[:, :3] + self._pos_std * rng.normal(ids, "dr/pose_pos_noise", (3,))
+        axis = rng.normal(ids, "dr/pose_rot_axis", (3,))
+        axis /= np.maximum(np.linalg.norm(axis, axis=1, keepdims=True), 1e-12)
+        angle = rng.uniform(ids, "dr/pose_rot_angle", -self._rot, self._rot)
+        return pos, _quat_mul(_axis_angle_quat(axis, angle), pose[:, 3:])
+
+    def _advance(self, dt: float) -> None:
+        """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
+        pos, quat = self._base._true_object_pose()
+        self._queue.push(np.concatenate([pos, quat], axis=1), self._marks.take())
+        ages = self._base.rng.integers(self._ids, "dr/pose_delay", 0, self._max + 1)
+        self._observed = self._sample(self._queue.read(ages), self._ids)
+
+    def _pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pose the policy sees now; envs reset since the last call restart their queue."""
+        refill = self._marks.take()
+        if self._observed is None or refill.size:
+            pos, quat = self._base._true_object_pose()
+            self._queue.refill(np.concatenate([pos, quat], axis=1), refill)
+            if self._observed is None:
+                self._observed = self._sample(self._queue.buf[0], self._ids)
+            else:
+                fresh = self._sample(self._queue.buf[0, refill], refill)
+                self._observed[0][refill], self._observed[1][refill] = fresh
+        return self._observed[0].copy(), self._observed[1].copy()
+
+
+class ObjectScaleNoise(VectorWrapper):
+    """Multiply the observed grasp-box scales (and so the observation keypoints) by U(low, high)
+    per axis, drawn per env at every reset."""
+
+    def __init__(self, env: VectorEnv, low: float = 0.9, high: float = 1.1) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        _need(base, "object_scales", "_observed_object_scales", "lifecycle", "rng", who="ObjectScaleNoise")
+        if not (0 < low <= high and math.isfinite(high)):
+            raise ConfigError(f"ObjectScaleNoise: need 0 < low <= high, got low={low}, high={high}")
+        self._base, self._low, self._high = base, low, high
+        self._mult = np.ones((base.num_envs, 3))
+        self._unsub = base.lifecycle.subscribe("reset", self._draw)
+        base._observed_object_scales = lambda: base.object_scales * self._mult
+
+    def _draw(self, env_ids: np.ndarray) -> None:
+        self._mult[env_ids] = self._base.rng.uniform(env_ids, "dr/scale_noise", self._low, self._high, (3,))
+
+
+class RandomPushes(VectorWrapper):
+    """One-control-step random force/torque pushes on the lifted object through xfrc_applied.
+
+    Each env draws a push probability p ~ log-uniform(prob_range) at every reset; each step, with
+    probability p and only while the object is lifted, the next control step gets a force
+    N(0, 1)^3 x mass x force_scale and a torque N(0, 1)^3 x mass x torque_scale.
+    """
+
+    def __init__(self, env: VectorEnv, prob_range: tuple[float, float] = (0.001, 0.1), force_scale: float = 20.0,
+                 torque_scale: float = 2.0) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        _need(base, "object_body_id", "object_mass", "lifted", "backend", "lifecycle", "rng", who="RandomPushes")
+        lo, hi = prob_range
+        if not (0 < lo <= hi <= 1):
+            raise ConfigError(f"RandomPushes: prob_range must satisfy 0 < low <= high <= 1, got {prob_range}")
+        self._base, self._log_range = base, (math.log(lo), math.log(hi))
+        self._scales = (force_scale, torque_scale)
+        self._prob = np.zeros(base.num_envs)
+        self._ids = np.arange(base.num_envs)
+        self.pushed = np.zeros(base.num_envs, bool)
+        self._subs = [base.lifecycle.subscribe("reset", self._on_reset),
+                      base.lifecycle.subscribe("interval", self._on_step)]
+
+    def _on_reset(self, env_ids: np.ndarray) -> None:
+        self._prob[env_ids] = np.exp(self._base.rng.uniform(env_ids, "dr/push_prob", *self._log_range))
+
+    def _on_step(self, dt: float) -> None:
+        base, body = self._base, self._base.object_body_id
+        xfrc = base.backend.xfrc_applied
+        xfrc[:, body] = 0.0
+        u = base.rng.uniform(self._ids, "dr/push_draw")
+        self.pushed = (u < self._prob) & np.asarray(base.lifted, bool)
+        ids = np.flatnonzero(self.pushed)
+        if ids.size:
+            mass = np.asarray(base.object_mass)[ids, None]
+            force = base.rng.normal(ids, "dr/push_force", (3,)) * mass * self._scales[0]
+            torque = base.rng.normal(ids, "dr/push_torque", (3,)) * mass * self._scales[1]
+            xfrc[ids, body] = np.concatenate([force, torque], axis=1)
