@@ -16,11 +16,11 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "osmesa")  # headless; set MUJOCO_GL=egl for a GPU machine
 
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+import gymnasium as gym
+import numpy as np
+from tqdm import tqdm
 
-import mjvec  # noqa: E402,F401  (registers SimToolReal-v0)
+import mjvec  # noqa: F401  (registers SimToolReal-v0)
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
     returns, successes = [], 0
     t0 = time.perf_counter()
     for _ in tqdm(range(args.steps), desc="SimToolReal-v0 rollout"):
-        obs, reward, term, trunc, info = env.step(rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
+        obs, _, _, _, info = env.step(rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
         successes += int(np.sum(info["success"]))
         if "episode" in info:
             returns.extend(info["episode"]["r"][info["_episode"]].tolist())

@@ -385,3 +385,54 @@ def test_hand_table_validation():
         hand.JointDrive(0.0, 1.0, 1.0, -1.0, 0.1, 0.001, 0.01)
     with pytest.raises(ConfigError, match=r"hand link x needs exactly one of capsule and box"):
         hand.HandLink("x", "palm", Frame.urdf((0, 0, 0)), (), hand.PALM_INERTIAL)
+
+
+# Literal joint origins of the source URDF (iiwa14_left_sharpa_adjusted_restricted.urdf), with its
+# massless virtual links kept: an independent oracle for the folded 2-joint bodies of `_hand`.
+_URDF_JOINTS = [
+    ("left_thumb_CMC_FE", "palm", "thumb_CMC_VL", "0.01 -0.026 0.0212", "0 0 -1.5708"),
+    ("left_thumb_CMC_AA", "thumb_CMC_VL", "left_thumb_MC", "0 -0.005 0", "1.5708 -0.7854 0"),
+    ("left_thumb_MCP_FE", "left_thumb_MC", "thumb_MCP_VL", "0.065 -0.006 -0.010392", "-0.5236 0 0"),
+    ("left_thumb_MCP_AA", "thumb_MCP_VL", "left_thumb_PP", "0 0 0", "1.5708 0 0"),
+    ("left_thumb_IP", "left_thumb_PP", "left_thumb_DP", "0.039 0 0", "-1.5708 0 0"),
+    ("left_index_MCP_FE", "palm", "index_MCP_VL", "0.001 -0.0303 0.0957", "0 -1.5708 -1.5708"),
+    ("left_index_MCP_AA", "index_MCP_VL", "left_index_PP", "0 0 0", "1.5708 0 0"),
+    ("left_index_PIP", "left_index_PP", "left_index_MP", "0.047 0 0", "-1.5708 0 0"),
+    ("left_index_DIP", "left_index_MP", "left_index_DP", "0.0315 0 0", "0 0 0"),
+    ("left_pinky_CMC", "palm", "left_pinky_MC", "0.01136 0.0263 0.0867", "-3.1416 0 3.1416"),
+    ("left_pinky_MCP_FE", "left_pinky_MC", "pinky_MCP_VL", "0.00836 0.0048 0", "-1.5708 1.5708 0"),
+    ("left_pinky_MCP_AA", "pinky_MCP_VL", "left_pinky_PP", "0 0 0", "1.5708 0 0"),
+    ("left_pinky_PIP", "left_pinky_PP", "left_pinky_MP", "0.047 0 0", "-1.5708 0 0"),
+    ("left_pinky_DIP", "left_pinky_MP", "left_pinky_DP", "0.0315 0 0", "0 0 0"),
+]
+
+
+def test_folded_hand_kinematics_match_the_urdf_chain():
+    links = {"palm"} | {j[2] for j in _URDF_JOINTS}
+    inertial = (
+        '<inertial><mass value="0.01"/><inertia ixx="1e-6" iyy="1e-6" izz="1e-6" ixy="0" ixz="0" iyz="0"/></inertial>'
+    )
+    xml = "".join(f'<link name="{name}">{inertial}</link>' for name in sorted(links))
+    for name, parent, child, xyz, rpy in _URDF_JOINTS:
+        xml += (
+            f'<joint name="{name}" type="revolute"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="0 0 1"/>'
+            '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+        )
+    oracle = mujoco.MjModel.from_xml_string(f'<robot name="hand">{xml}</robot>')
+    model = scene.compile_scene(0)
+    data, odata = mujoco.MjData(model), mujoco.MjData(oracle)
+    rng = np.random.default_rng(1)
+    palm = data.body(robot.HAND_BODY_NAME)
+    for _ in range(20):
+        data.qpos[:29] = rng.uniform(robot.JOINT_LOWER, robot.JOINT_UPPER)
+        for j in range(oracle.njnt):
+            odata.qpos[oracle.jnt_qposadr[j]] = data.joint(oracle.joint(j).name).qpos[0]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_kinematics(oracle, odata)
+        for body in ("left_thumb_DP", "left_index_DP", "left_pinky_DP", "left_thumb_MC", "left_pinky_PP"):
+            rot = palm.xmat.reshape(3, 3)
+            ours_pos = rot.T @ (data.body(body).xpos - palm.xpos)
+            ours_rot = rot.T @ data.body(body).xmat.reshape(3, 3)
+            np.testing.assert_allclose(ours_pos, odata.body(body).xpos, atol=1e-4)  # URDF rounds pi to 1.5708
+            np.testing.assert_allclose(ours_rot, odata.body(body).xmat.reshape(3, 3), atol=1e-4)

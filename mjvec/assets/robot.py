@@ -101,16 +101,15 @@ _ARM_RADII = (0.09, 0.07, 0.07, 0.065, 0.065, 0.06, 0.06, 0.045)
 _FLANGE_Z, _MOUNT_Z, _MOUNT_YAW, _HAND_YAW = 0.045, 0.05, 0.261799, -np.pi / 2
 
 
-def _hand_drives() -> list:
-    by_name = {j.name: j.drive for link in hand_links(HAND_BODY_NAME) for j in link.joints}
-    return [by_name[name] for name in HAND_JOINT_NAMES]
+_DRIVE_OF = {j.name: j.drive for link in hand_links(HAND_BODY_NAME) for j in link.joints}
+_HAND_DRIVES = tuple(_DRIVE_OF[name] for name in HAND_JOINT_NAMES)
 
-
-JOINT_LOWER = np.array([-lim for lim in _ARM_LIMITS] + [d.lower for d in _hand_drives()], dtype=np.float64)
-JOINT_UPPER = np.array(list(_ARM_LIMITS) + [d.upper for d in _hand_drives()], dtype=np.float64)
-JOINT_KP = np.array(ARM_KP + tuple(d.kp for d in _hand_drives()), dtype=np.float64)
-JOINT_KD = np.array(ARM_KD + tuple(d.kd for d in _hand_drives()), dtype=np.float64)
-JOINT_EFFORT = np.array((ARM_EFFORT,) * 7 + tuple(d.effort for d in _hand_drives()), dtype=np.float64)
+# Per joint, in JOINT_NAMES order (read-only float64 arrays of shape (29,)).
+JOINT_LOWER = np.array([-lim for lim in _ARM_LIMITS] + [d.lower for d in _HAND_DRIVES], dtype=np.float64)
+JOINT_UPPER = np.array(list(_ARM_LIMITS) + [d.upper for d in _HAND_DRIVES], dtype=np.float64)
+JOINT_KP = np.array(ARM_KP + tuple(d.kp for d in _HAND_DRIVES), dtype=np.float64)
+JOINT_KD = np.array(ARM_KD + tuple(d.kd for d in _HAND_DRIVES), dtype=np.float64)
+JOINT_EFFORT = np.array((ARM_EFFORT,) * len(ARM_KP) + tuple(d.effort for d in _HAND_DRIVES), dtype=np.float64)
 DEFAULT_JOINT_POS = np.clip(np.array(ARM_DEFAULT + (0.0,) * len(HAND_JOINT_NAMES)), JOINT_LOWER, JOINT_UPPER)
 for _array in (JOINT_LOWER, JOINT_UPPER, JOINT_KP, JOINT_KD, JOINT_EFFORT, DEFAULT_JOINT_POS):
     _array.flags.writeable = False

@@ -98,7 +98,7 @@ def _base() -> mujoco.MjSpec:
     return spec
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=1)
 def default_catalog() -> ToolCatalog:
     """The 600-tool catalog (seed 42, 50 per distribution), built once per process."""
     return ToolCatalog()

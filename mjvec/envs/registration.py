@@ -25,8 +25,8 @@ from typing import Any
 import gymnasium as gym
 import mujoco
 
-from mjvec.assets.scene import scene_spec
-from mjvec.assets.tools import TOOL_GEOMETRIES, ToolCatalog
+from mjvec.assets.scene import default_catalog, scene_spec
+from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.backends.base import Scene
 from mjvec.envs.config import SimToolRealConfig
 from mjvec.envs.simtoolreal import SimToolRealEnv
@@ -37,9 +37,6 @@ from mjvec.randomization import EventTerm, apply_randomization, check_randomizat
 ENV_ID = "SimToolReal-v0"
 BACKENDS = ("cpu", "warp")
 MAX_TOOLS = 600
-# The catalog of the spec: 12 distributions x 50 tools, seed 42.
-CATALOG_SEED = 42
-CATALOG_PER_DISTRIBUTION = 50
 
 
 def _is_int(value: Any) -> bool:
@@ -122,12 +119,6 @@ class SimToolRealOptions:
         if self.max_episode_steps is None:
             return cfg
         return dataclasses.replace(cfg, max_episode_steps=self.max_episode_steps)
-
-
-@functools.lru_cache(maxsize=4)
-def default_catalog() -> ToolCatalog:
-    """The spec's 600-tool catalog (a pure function of its seed, so built once per process)."""
-    return ToolCatalog(seed=CATALOG_SEED, per_distribution=CATALOG_PER_DISTRIBUTION)
 
 
 def make_backend(backend: str, scene: Scene, num_threads: int | None, device: str | None) -> Any:
