@@ -178,3 +178,17 @@ def test_wrappers_need_task_hooks() -> None:
 
     with pytest.raises(ConfigError, match="RandomPushes needs an env with"):
         RandomPushes(ArmEnv(2))
+
+
+def test_single_env_entry_point_runs_with_the_paper_preset() -> None:
+    from mjvec.envs.single import SingleEnv
+
+    env = gym.make(mjvec.ENV_ID, num_tools=6, disable_env_checker=True)
+    assert isinstance(env.unwrapped, SingleEnv)
+    assert type(env.unwrapped.vec_env).__name__ == "RandomPushes"
+    obs, _ = env.reset(seed=0)
+    for _ in range(5):
+        obs, reward, _, _, _ = env.step(env.action_space.sample())
+    assert obs.shape == (140,) and np.isfinite(obs).all() and isinstance(reward, float)
+    with pytest.raises(ConfigError, match="SingleEnv wraps an MjVecEnv"):
+        SingleEnv(gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))

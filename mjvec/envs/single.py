@@ -33,18 +33,23 @@ def unbatch_info(info: Mapping[str, Any], index: int = 0) -> dict[str, Any]:
 
 
 class SingleEnv(gym.Env):
-    """Env 0 of a one-env MjVecEnv as a `gymnasium.Env` (obs, float reward, bool term/trunc, info)."""
+    """Env 0 of a one-env MjVecEnv as a `gymnasium.Env` (obs, float reward, bool term/trunc, info).
 
-    def __init__(self, vec_env: MjVecEnv) -> None:
-        if not isinstance(vec_env, MjVecEnv):
-            raise ConfigError(f"SingleEnv wraps an MjVecEnv, got {type(vec_env).__name__}")
+    vec_env: an MjVecEnv or a vector wrapper of one (e.g. the randomization wrappers); the
+    wrapper chain is what gets stepped.
+    """
+
+    def __init__(self, vec_env: gym.vector.VectorEnv) -> None:
+        base = getattr(vec_env, "unwrapped", None)
+        if not isinstance(base, MjVecEnv):
+            raise ConfigError(f"SingleEnv wraps an MjVecEnv (or a wrapper of one), got {type(vec_env).__name__}")
         problems = []
-        if vec_env.num_envs != 1:
-            problems.append(f"num_envs={vec_env.num_envs} (needs 1)")
-        if vec_env.autoreset_mode is not AutoresetMode.DISABLED:
-            problems.append(f"autoreset_mode={vec_env.autoreset_mode} (needs 'disabled')")
-        if vec_env.array_backend != "numpy":
-            problems.append(f"array_backend={vec_env.array_backend!r} (needs 'numpy')")
+        if base.num_envs != 1:
+            problems.append(f"num_envs={base.num_envs} (needs 1)")
+        if base.autoreset_mode is not AutoresetMode.DISABLED:
+            problems.append(f"autoreset_mode={base.autoreset_mode} (needs 'disabled')")
+        if base.array_backend != "numpy":
+            problems.append(f"array_backend={base.array_backend!r} (needs 'numpy')")
         if problems:
             raise ConfigError(
                 "SingleEnv needs an MjVecEnv built with num_envs=1, autoreset_mode='disabled' and "
@@ -53,10 +58,10 @@ class SingleEnv(gym.Env):
         self.vec_env = vec_env
         self.observation_space = vec_env.single_observation_space
         self.action_space = vec_env.single_action_space
-        self.render_mode = vec_env.render_mode
+        self.render_mode = base.render_mode
         self.metadata = {
-            "render_modes": vec_env.metadata["render_modes"],
-            "render_fps": vec_env.metadata["render_fps"],
+            "render_modes": base.metadata["render_modes"],
+            "render_fps": base.metadata["render_fps"],
         }
 
     def reset(
@@ -75,7 +80,7 @@ class SingleEnv(gym.Env):
 
     def render(self) -> np.ndarray:
         """(H, W, 3) uint8 frame of the env."""
-        return self.vec_env.render()[0]
+        return self.vec_env.unwrapped.render()[0]
 
     def close(self) -> None:
         self.vec_env.close()
