@@ -203,10 +203,26 @@ class CpuBackend:
 
     # ---- model fields ---------------------------------------------------------------------
     def _field_array(self, g: int, name: str) -> np.ndarray:
+        """The group's live per-sim rows of `name`, expanding the field on first use (writes only)."""
         cached = self._expanded[g].get(name)
         if cached is None:
             cached = self._expanded[g][name] = self._affine.groups[g].batch.expand(name)
         return cached
+
+    def _field_rows(self, g: int, name: str) -> np.ndarray:
+        """The group's current per-sim values of `name`, without expanding it.
+
+        Every expanded field is copied into the worker's model before each sim runs, so reading a
+        field must not expand it: until it is written, its rows are the pack's per-variant rows
+        (variant fields) or the canonical value that VariantPack verified all variants share.
+        """
+        if name in self._expanded[g]:
+            return self._expanded[g][name]
+        plan = self._plans[g]
+        if name in plan.pack.fields:
+            return plan.pack.fields[name][plan.rows]
+        value = F.model_value(plan.pack.model, name)
+        return np.broadcast_to(value, (plan.env_ids.size, *value.shape))
 
     def _gather_field(self, name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         spec = self._capabilities.fields[name]
@@ -215,7 +231,7 @@ class CpuBackend:
         groups = self._group_of_env[ids]
         for g in np.unique(groups):
             pos = np.flatnonzero(groups == g)
-            local = self._field_array(int(g), name)[self._local_of_env[ids[pos]]]
+            local = self._field_rows(int(g), name)[self._local_of_env[ids[pos]]]
             if spec.entity == "geom":
                 # Absent slots keep the canonical value: finite, and without effect in that env.
                 out[pos] = F.model_value(self._model, name)

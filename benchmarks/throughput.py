@@ -1,0 +1,135 @@
+"""End-to-end SimToolReal-v0 throughput on the CPU backend vs the physical limit and vs the usual
+alternative, measured in one run (interleaved, repeated, medians).
+
+- e2e: env-steps/s of `gym.make_vec("SimToolReal-v0")` (600 tools, paper randomization, random
+  actions, autoresets) at each num_envs and thread count;
+- physics: the backend's own `step(2)` on the same envs;
+- r1: single-thread plain `mujoco.mj_step` rate on the SAME states (a sample of the batch's envs,
+  each on its own tool's model compiled alone, re-synced from the batch before every block);
+- L_cpu = threads x r1 / substeps; efficiency = e2e / L_cpu;
+- async: the same task code on one MjModel per tool and one MjData per env, one process per env
+  under `gymnasium.vector.AsyncVectorEnv` (the standard Gymnasium way); ratio = our best e2e / its.
+
+    python -m benchmarks.throughput [--quick] [--num-envs 64 256 1024 4096] [--threads 1 2]
+
+--quick (one config, under a minute) prints the end-to-end efficiency vs L_cpu as its last number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+import mjvec
+from benchmarks._timing import interleaved_rates
+from benchmarks.plain_backend import make_plain_env
+from mjvec.assets.scene import default_catalog, scene_spec
+
+SUBSTEPS = 2
+SAMPLE = 32
+
+
+class Case:
+    """One (num_envs, threads) configuration: the env, its actions and a plain-mujoco sample."""
+
+    def __init__(self, num_envs: int, threads: int, steps: int, randomization: str | None = "paper") -> None:
+        self.env = gym.make_vec(mjvec.ENV_ID, num_envs=num_envs, num_threads=threads, randomization=randomization)
+        self.env.reset(seed=0)
+        self.n, self.threads, self.steps = num_envs, threads, steps
+        rng = np.random.default_rng(0)
+        self.actions = rng.uniform(-1, 1, (8, num_envs, 29)).astype(np.float32)
+        self.k = 0
+        for _ in range(30):  # past the first drop: tools on the table, hands moving
+            self.e2e()
+        base = self.env.unwrapped
+        self.backend = base.backend
+        ids = np.linspace(0, num_envs - 1, min(SAMPLE, num_envs)).astype(int)
+        catalog = default_catalog()
+        models = {int(v): scene_spec(int(v), catalog=catalog).compile() for v in base.tool_ids[ids]}
+        self.plain = [(i, models[int(base.tool_ids[i])]) for i in ids]
+        self.datas = [mujoco.MjData(m) for _, m in self.plain]
+
+    def e2e(self) -> None:
+        for _ in range(self.steps):
+            self.env.step(self.actions[self.k % 8])
+            self.k += 1
+
+    def physics(self) -> None:
+        for _ in range(self.steps):
+            self.backend.step(SUBSTEPS)
+
+    def r1(self) -> float:
+        """Seconds of plain single-thread mj_step over the sampled envs' current states."""
+        be = self.backend
+        for (i, m), d in zip(self.plain, self.datas, strict=True):
+            d.qpos[:], d.qvel[:], d.ctrl[:] = be.qpos[i], be.qvel[i], be.ctrl[i]
+            d.mocap_pos[:], d.mocap_quat[:] = be.bind("mocap_pos")[i], be.bind("mocap_quat")[i]
+            mujoco.mj_forward(m, d)
+        t0 = time.perf_counter()
+        for _ in range(max(1, self.steps // 4)):
+            for (_, m), d in zip(self.plain, self.datas, strict=True):
+                mujoco.mj_step(m, d, SUBSTEPS)
+        return time.perf_counter() - t0
+
+    @property
+    def r1_units(self) -> int:
+        return max(1, self.steps // 4) * len(self.plain) * SUBSTEPS
+
+
+def async_rate(num_envs: int, steps: int, repeats: int) -> float:
+    """Median env-steps/s of the plain alternative under AsyncVectorEnv (one process per env)."""
+    env = gym.vector.AsyncVectorEnv([lambda g=g: make_plain_env(g) for g in range(num_envs)],
+                                    context="fork", autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (8, num_envs, 29)).astype(np.float32)
+
+    def block() -> None:
+        for k in range(steps):
+            env.step(actions[k % 8])
+
+    rate = interleaved_rates({"async": (block, steps * num_envs)}, repeats, desc=f"async {num_envs}")["async"]
+    env.close()
+    return rate
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[64, 256, 1024, 4096])
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--async-envs", type=int, nargs="+", default=[16, 64])
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    if args.quick:
+        args.num_envs, args.threads, args.repeats, args.async_envs = [256], [len(os.sched_getaffinity(0))], 3, []
+    results = []
+    for n in args.num_envs:
+        for threads in args.threads:
+            c = Case(n, threads, steps=max(4, 4096 // n))
+            rates = interleaved_rates({"e2e": (c.e2e, c.steps * n), "physics": (c.physics, c.steps * n * SUBSTEPS),
+                                       "r1": (c.r1, c.r1_units)}, args.repeats, desc=f"{n} envs x {threads} thr")
+            l_cpu = threads * rates["r1"] / SUBSTEPS
+            results.append((n, threads, rates, l_cpu))
+            phys = rates["physics"] / (threads * rates["r1"])
+            print(f"num_envs={n:5d} threads={threads}: e2e {rates['e2e']:9,.0f} env-steps/s | r1 {rates['r1']:8,.0f} "
+                  f"steps/s | L_cpu {l_cpu:9,.0f} | physics/(threads x r1) {phys:.3f}"
+                  f" | e2e/L_cpu {rates['e2e'] / l_cpu:.3f}", flush=True)
+            c.env.close()
+    best = max(results, key=lambda r: r[2]["e2e"])
+    for n in args.async_envs:
+        rate = async_rate(n, steps=20, repeats=max(2, args.repeats // 2))
+        print(f"AsyncVectorEnv plain alternative, {n} envs (one process each): {rate:,.0f} env-steps/s; "
+              f"best mjvec e2e ({best[0]} envs, {best[1]} threads) / it = {best[2]['e2e'] / rate:.2f}x")
+    print(f"end-to-end efficiency e2e/L_cpu (num_envs={best[0]}, threads={best[1]}): {best[2]['e2e'] / best[3]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
