@@ -65,6 +65,12 @@ def _options(spec: mujoco.MjSpec) -> None:
     stat.meaninertia, stat.meanmass, stat.meansize = STAT_MEANINERTIA, STAT_MEANMASS, STAT_MEANSIZE
 
 
+# A front-right view of the table, robot and goal region.
+CAMERA_NAME = "overview"
+CAMERA_POS = (1.0, -0.75, 1.15)
+CAMERA_XYAXES = (0.7071, 0.7071, 0.0, -0.2481, 0.2481, 0.9364)
+
+
 def _environment(spec: mujoco.MjSpec) -> None:
     world = spec.worldbody
     for geom in (
@@ -81,6 +87,10 @@ def _environment(spec: mujoco.MjSpec) -> None:
     ):
         geom.contype, geom.conaffinity = ENV_BIT, ENV_BIT
         geom.friction = [TABLE_FRICTION, 0.005, 0.0001]
+    # The overview camera sits on its own static body: a world-body camera's COM-relative offset
+    # (cam_poscom0) would differ per tool and break variant batching.
+    mount = world.add_body(name="camera_mount", pos=list(CAMERA_POS))
+    mount.add_camera(name=CAMERA_NAME, pos=[0.0, 0.0, 0.0], xyaxes=list(CAMERA_XYAXES), fovy=45.0)
     # No light element: a light's derived COM offset (light_poscom0) would differ per tool. The
     # headlight alone lights the scene.
     headlight = spec.visual.headlight

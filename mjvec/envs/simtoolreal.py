@@ -63,6 +63,7 @@ class SimToolRealEnv(MjVecEnv):
     lifted, tool_id.
     """
 
+    render_camera = S.CAMERA_NAME
     policy_layout = POLICY_LAYOUT
     critic_layout = CRITIC_LAYOUT
 
