@@ -390,9 +390,14 @@ class CpuBackend:
             rows = np.sort(self._local_of_env[ids[sel]])
             order = np.argsort(self._local_of_env[ids[sel]])
             batch = self._affine.groups[int(g)].batch
+            # mjbatch's reset re-applies only the state elements that changed since the last call,
+            # so a qpos equal to the pre-reset one would be lost to mj_resetData. Write the new
+            # state into the reset rows afterwards and run forward: a state row is the sim's
+            # state at its next call, whole.
+            batch.reset(rows.astype(np.int64))
             self._group_views["qpos"][g][rows] = qpos[sel][order]
             self._group_views["qvel"][g][rows] = qvel[sel][order]
-            batch.reset(rows.astype(np.int64))
+            batch.forward(rows.astype(np.int64))
         self._gather_outputs()
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
