@@ -1,0 +1,241 @@
+"""PPO (Stable-Baselines3) on SimToolReal-v0 through `mjvec.envs.sb3.SB3VecEnv`.
+
+    python examples/train_sb3.py --num-envs 64 --total-timesteps 2000000
+    python examples/train_sb3.py --help
+
+The env runs in SAME_STEP autoreset mode (what SB3 expects) under `VecNormalize`. With many envs,
+keep `n_steps` small (16-64): one PPO iteration is num_envs x n_steps transitions. Everything goes
+to --run-dir (default out/sb3_ppo/<time>):
+
+- checkpoints/ppo_<steps>_steps.zip + ppo_vecnormalize_<steps>_steps.pkl, every --checkpoint-every env steps
+- progress.csv: one row per PPO iteration: mean return, length and success of the episodes that
+  ended in it, the mean return of the last 100 episodes (SB3's ep_rew_mean), env-steps/s over the
+  iteration's wall time (rollout + update); learning_curve.png from it when matplotlib is installed
+- final_model.zip, vecnormalize.pkl, args.json
+- eval.json: `evaluate_policy` of the final policy (deterministic) on held-out env ids
+- policy.gif: the final policy on the first --video-envs eval envs, drawn from env.render_grid()
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import json
+import logging
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+os.environ.setdefault("MUJOCO_GL", "osmesa")  # headless; set MUJOCO_GL=egl on a GPU machine
+
+import gymnasium as gym
+import numpy as np
+import tyro
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecNormalize
+from tqdm import TqdmExperimentalWarning
+
+import mjvec  # noqa: F401  (registers SimToolReal-v0)
+from mjvec.envs.sb3 import SB3VecEnv
+from mjvec.envs.video import write_gif
+
+log = logging.getLogger("train_sb3")
+CSV_FIELDS = ("iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "success_rate",
+              "ep_return_mean_100", "env_steps_per_s", "elapsed_s")
+
+
+@dataclass(frozen=True)
+class Args:
+    """PPO on SimToolReal-v0 with Stable-Baselines3."""
+
+    num_envs: int = 64
+    total_timesteps: int = 2_000_000
+    n_steps: int = 32
+    """rollout length per env and iteration (small for many envs: 16-64)"""
+    batch_size: int | None = None
+    """minibatch size; None: a quarter of num_envs x n_steps"""
+    n_epochs: int = 5
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    net_arch: tuple[int, ...] = (256, 256)
+    num_tools: int = 600
+    randomization: Literal["paper", "none"] = "paper"
+    max_episode_steps: int | None = None
+    """None: the task's (600 control steps)"""
+    num_threads: int | None = None
+    seed: int = 0
+    device: str = "cpu"
+    """torch device of the policy"""
+    checkpoint_every: int = 200_000
+    """env steps between checkpoints"""
+    eval_envs: int = 4
+    eval_episodes: int = 8
+    video_envs: int = 4
+    video_steps: int = 200
+    video_every: int = 2
+    """record every k-th control step"""
+    render_size: tuple[int, int] = (180, 240)
+    run_dir: Path | None = None
+    progress_bar: bool = True
+
+
+class CsvProgress(BaseCallback):
+    """One CSV row per PPO iteration with the episodes that ended during its rollout."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        self._episodes: list[tuple[float, int, bool]] = []
+        self._t0 = self._t_iter = time.perf_counter()
+        self._steps_iter = 0
+
+    def _on_training_start(self) -> None:
+        with self.path.open("w", newline="") as f:
+            csv.writer(f).writerow(CSV_FIELDS)
+        self._t0 = self._t_iter = time.perf_counter()
+        self._steps_iter = self.model.num_timesteps
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            episode = info.get("episode")
+            if episode is not None:
+                self._episodes.append((episode["r"], episode["l"], bool(info.get("is_success", False))))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        now = time.perf_counter()
+        eps = np.array(self._episodes, dtype=np.float64).reshape(-1, 3)
+        row = {
+            "iteration": len(self.rows) + 1,
+            "timesteps": self.model.num_timesteps,
+            "episodes": len(eps),
+            "ep_return_mean": float(eps[:, 0].mean()) if len(eps) else float("nan"),
+            "ep_length_mean": float(eps[:, 1].mean()) if len(eps) else float("nan"),
+            "success_rate": float(eps[:, 2].mean()) if len(eps) else float("nan"),
+            # SB3's ep_rew_mean: the last 100 episodes, whichever iteration they ended in.
+            "ep_return_mean_100": (float(np.mean([e["r"] for e in self.model.ep_info_buffer]))
+                                   if self.model.ep_info_buffer else float("nan")),
+            "env_steps_per_s": (self.model.num_timesteps - self._steps_iter) / max(now - self._t_iter, 1e-9),
+            "elapsed_s": now - self._t0,
+        }
+        self.rows.append(row)
+        with self.path.open("a", newline="") as f:
+            csv.DictWriter(f, CSV_FIELDS).writerow(row)
+        self._episodes.clear()
+        self._t_iter, self._steps_iter = now, self.model.num_timesteps
+
+
+def make_env(args: Args, num_envs: int, *, env_id_offset: int = 0, render: bool = False) -> SB3VecEnv:
+    env = gym.make_vec(
+        "SimToolReal-v0", num_envs=num_envs, num_tools=args.num_tools, num_threads=args.num_threads,
+        randomization=None if args.randomization == "none" else args.randomization,
+        max_episode_steps=args.max_episode_steps, autoreset_mode="same_step", env_id_offset=env_id_offset,
+        render_mode="rgb_array" if render else None, render_size=args.render_size,
+    )
+    return SB3VecEnv(env)
+
+
+def plot_learning_curve(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """Mean episode return per iteration vs env steps; None (with a note) without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.info("matplotlib is not installed: skipped %s (pip install matplotlib; the data is in progress.csv)",
+                 path.name)
+        return None
+    steps = np.array([r["timesteps"] for r in rows])
+    per_iter = np.array([r["ep_return_mean"] for r in rows])
+    rolling = np.array([r["ep_return_mean_100"] for r in rows])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    seen = np.isfinite(per_iter)
+    ax.plot(steps[seen], per_iter[seen], ".", alpha=0.5, label="episodes ended in the iteration")
+    ax.plot(steps, rolling, "-", label="last 100 episodes")
+    ax.legend()
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("mean episode return")
+    ax.set_title("PPO on SimToolReal-v0")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def record_video(model: PPO, env: VecNormalize, args: Args, path: Path) -> Path:
+    """The deterministic policy on the first video_envs envs of `env`, as a GIF."""
+    base = env.venv.env.unwrapped
+    ids = np.arange(min(args.video_envs, env.num_envs))
+    obs = env.reset()
+    frames = [base.render_grid(ids)]
+    for t in range(1, args.video_steps + 1):
+        action, _ = model.predict(obs, deterministic=True)
+        obs, *_ = env.step(action)
+        if t % args.video_every == 0:
+            frames.append(base.render_grid(ids))
+    return write_gif(path, frames, fps=base.metadata["render_fps"] / args.video_every)
+
+
+def main(args: Args) -> dict[str, Any]:
+    run_dir = args.run_dir or Path("out/sb3_ppo") / time.strftime("%Y%m%d-%H%M%S")
+    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), default=str, indent=2))
+    env = VecNormalize(make_env(args, args.num_envs), gamma=args.gamma)
+    batch_size = args.batch_size or max(2, args.num_envs * args.n_steps // 4)
+    model = PPO(
+        "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size, n_epochs=args.n_epochs,
+        learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda, clip_range=args.clip_range,
+        ent_coef=args.ent_coef, policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device=args.device,
+    )
+    progress = CsvProgress(run_dir / "progress.csv")
+    checkpoints = CheckpointCallback(
+        save_freq=max(1, args.checkpoint_every // args.num_envs), save_path=str(run_dir / "checkpoints"),
+        name_prefix="ppo", save_vecnormalize=True,
+    )
+    log.info("training PPO: %d envs x %d steps per iteration, %d env steps -> %s",
+             args.num_envs, args.n_steps, args.total_timesteps, run_dir)
+    t0 = time.perf_counter()
+    model.learn(args.total_timesteps, callback=[checkpoints, progress], progress_bar=args.progress_bar)
+    train_s = time.perf_counter() - t0
+    model.save(run_dir / "final_model.zip")
+    env.save(str(run_dir / "vecnormalize.pkl"))
+    curve = plot_learning_curve(progress.rows, run_dir / "learning_curve.png")
+
+    # Held-out env ids (their own tools and random streams), the training normalization, frozen.
+    eval_env = VecNormalize(make_env(args, args.eval_envs, env_id_offset=args.num_envs, render=True),
+                            training=False, norm_reward=False)
+    eval_env.obs_rms = copy.deepcopy(env.obs_rms)
+    eval_env.seed(args.seed + 1)
+    returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
+                                       return_episode_rewards=True)
+    evaluation = {"episodes": len(returns), "return_mean": float(np.mean(returns)),
+                  "return_std": float(np.std(returns)), "length_mean": float(np.mean(lengths)),
+                  "returns": [float(r) for r in returns], "lengths": [int(n) for n in lengths]}
+    (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=2))
+    video = record_video(model, eval_env, args, run_dir / "policy.gif")
+    env.close()
+    eval_env.close()
+    print(f"trained {model.num_timesteps} env steps in {train_s:.1f} s ({model.num_timesteps / train_s:,.0f} "
+          f"env-steps/s incl. updates); eval return {evaluation['return_mean']:.2f} +- "
+          f"{evaluation['return_std']:.2f} over {evaluation['episodes']} episodes")
+    print(f"run dir: {run_dir} (final_model.zip, vecnormalize.pkl, progress.csv, eval.json, {video.name}"
+          f"{', ' + curve.name if curve else ''})")
+    return {"run_dir": run_dir, "eval": evaluation, "video": video, "curve": curve}
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    warnings.filterwarnings("ignore", category=TqdmExperimentalWarning)
+    main(tyro.cli(Args))
