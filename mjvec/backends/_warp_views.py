@@ -1,0 +1,324 @@
+"""The Warp backend's per-group runtime (graphs, backups, recompute) and its global state views.
+
+Only `mjvec.backends.warp` imports this module, after its install guard, so warp, mujoco_warp and
+torch are importable here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+from mujoco_warp._src import types as mjw_types
+
+from mjvec.backends import _warp_build as B
+from mjvec.backends._warp_build import torch_to_warp, warp_to_torch
+from mjvec.backends.base import RecomputeLevel
+from mjvec.errors import ConfigError
+
+INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
+MOCAP_FIELDS = ("mocap_pos", "mocap_quat")
+# What a step advances; a failed world is put back to its copy from before the step.
+BACKUP_FIELDS = ("qpos", "qvel", "act", "qacc_warmstart", "time")
+# Never changed by forward or set_const: not outputs that need keeping for untouched worlds.
+_STATE_FIELDS = INPUT_FIELDS | set(BACKUP_FIELDS)
+# Data arrays with one row per world (contacts and a few counters are pooled over worlds).
+_PER_WORLD_DATA = frozenset(
+    f.name for f in dataclasses.fields(mjw_types.Data) if getattr(f.type, "shape", ())[:1] == ("nworld",)
+)
+_MAXVAL = 1.0e10  # MuJoCo's mjMAXVAL: larger magnitudes count as diverged, as in mj_checkPos
+
+
+@wp.func
+def _bad(x: float) -> int:
+    if wp.isfinite(x) and wp.abs(x) <= _MAXVAL:
+        return 0
+    return 1
+
+
+@wp.kernel
+def _check_worlds(
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    qacc: wp.array2d(dtype=float),
+    overflow: wp.array(dtype=int),
+    bad_out: wp.array(dtype=int),
+):
+    """bad_out[w]: bit 0 = non-finite/huge qpos, qvel or qacc; bit 1 = a buffer overflowed."""
+    w = wp.tid()
+    flag = int(0)  # noqa: UP018, RUF046  (warp: a loop-carried variable must be typed, not a literal)
+    for i in range(qpos.shape[1]):
+        flag = flag | _bad(qpos[w, i])
+    for i in range(qvel.shape[1]):
+        flag = flag | _bad(qvel[w, i]) | _bad(qacc[w, i])
+    if overflow[w] != 0:
+        flag = flag | 2
+    bad_out[w] = flag
+
+
+def _derived_names(level: RecomputeLevel) -> list[str]:
+    """The per-world model fields a set_const at `level` writes."""
+    names = []
+    if RecomputeLevel.SET_CONST_FIXED in level:
+        names.append("body_subtreemass")
+    if RecomputeLevel.SET_CONST_0 in level:
+        names += [n for n in B.DERIVED_FIELDS if n not in ("body_subtreemass", "tendon_lengthspring")]
+        names.append("meaninertia")
+    if level == RecomputeLevel.SET_CONST:
+        names.append("tendon_lengthspring")  # set_const also runs set_const_spring
+    return names
+
+
+class GroupRuntime:
+    """One group's launches: step/forward/reset graphs, the pre-step backup, recompute."""
+
+    def __init__(self, group: B.WarpGroup, device: Any, use_graph: bool) -> None:
+        self.group = group
+        self.device = device
+        self.use_graph = use_graph
+        d = group.d
+        self.backup = {name: wp.empty_like(getattr(d, name)) for name in BACKUP_FIELDS
+                       if getattr(d, name).size}
+        self.bad = wp.zeros(group.nworld, dtype=int)
+        self.mask = wp.zeros(group.nworld, dtype=bool)
+        self.graphs: dict[Any, Any] = {}
+
+    def tensor(self, name: str) -> Any:
+        return wp.to_torch(getattr(self.group.d, name))
+
+    def rows(self, rows: np.ndarray) -> Any:
+        return torch.as_tensor(rows, dtype=torch.long, device=self.tensor("qpos").device)
+
+    def _step_body(self, nstep: int) -> None:
+        m, d = self.group.m, self.group.d
+        for name, array in self.backup.items():
+            wp.copy(array, getattr(d, name))
+        for _ in range(nstep):
+            mjw.step(m, d)
+        wp.launch(_check_worlds, dim=self.group.nworld, inputs=[d.qpos, d.qvel, d.qacc, d.overflow],
+                  outputs=[self.bad])
+
+    def _forward_body(self) -> None:
+        mjw.forward(self.group.m, self.group.d)
+
+    def _reset_body(self) -> None:
+        mjw.reset_data(self.group.m, self.group.d, reset=self.mask)
+
+    def _launch(self, key: Any, body: Any, *args: Any) -> None:
+        if not self.use_graph:
+            body(*args)
+            return
+        graph = self.graphs.get(key)
+        if graph is None:
+            # Every kernel was loaded by warm_up, so capture only records launches.
+            with wp.ScopedCapture(device=self.device, force_module_load=False) as capture:
+                body(*args)
+            graph = self.graphs[key] = capture.graph
+        wp.capture_launch(graph)
+
+    def warm_up(self) -> None:
+        """Load every kernel once, eagerly (a capture must not compile); leaves the state as it was."""
+        self._step_body(1)
+        warp_to_torch(self.device)
+        self.restore_backup(np.arange(self.group.nworld))
+        wp.to_torch(self.mask).zero_()
+        torch_to_warp(self.device)
+        self.group.d.overflow.zero_()
+        self._reset_body()  # no world selected: loads the masked-reset kernels, changes nothing
+        self.recompute(RecomputeLevel.SET_CONST, np.zeros(self.group.nworld, bool), eager=True)  # keeps all rows
+        self._forward_body()
+        warp_to_torch(self.device)
+
+    def launch_step(self, nstep: int) -> None:
+        self._launch(("step", nstep), self._step_body, nstep)
+
+    def launch_forward(self) -> None:
+        self._launch("forward", self._forward_body)
+
+    def launch_reset(self, rows: np.ndarray) -> None:
+        """mj_resetData for the group's worlds `rows` (others untouched), no forward."""
+        mask = wp.to_torch(self.mask)
+        mask.zero_()
+        mask[self.rows(rows)] = True
+        torch_to_warp(self.device)
+        self._launch("reset", self._reset_body)
+
+    def restore_backup(self, rows: np.ndarray) -> None:
+        """Put worlds `rows` back to their state before the last step (derived fields stay stale)."""
+        index = self.rows(rows)
+        for name, array in self.backup.items():
+            self.tensor(name)[index] = wp.to_torch(array)[index]
+
+    def set_state(self, rows: np.ndarray, qpos: Any, qvel: Any) -> None:
+        index = self.rows(rows)
+        self.tensor("qpos")[index] = qpos
+        self.tensor("qvel")[index] = qvel
+
+    def _set_const_body(self, level: RecomputeLevel) -> None:
+        m, d = self.group.m, self.group.d
+        if level == RecomputeLevel.SET_CONST:
+            mjw.set_const(m, d)
+        elif level == RecomputeLevel.SET_CONST_FIXED:
+            mjw.set_const_fixed(m, d)
+        else:
+            mjw.set_const_0(m, d)
+
+    def recompute(self, level: RecomputeLevel, touched: np.ndarray, *, eager: bool = False) -> None:
+        """Run mujoco_warp's set_const at `level` and keep the derived rows of untouched worlds.
+
+        mujoco_warp recomputes every world of the group (a captured graph: hundreds of launches);
+        the untouched worlds get their previous rows back, so a write never nudges another env's
+        constants.
+        """
+        views = {name: B.model_view(self.group, name) for name in _derived_names(level)}
+        saved = {name: view.clone() for name, view in views.items()}
+        torch_to_warp(self.device)
+        if eager:
+            self._set_const_body(level)
+        else:
+            self._launch(("set_const", level), self._set_const_body, level)
+        warp_to_torch(self.device)
+        keep = self.rows(np.flatnonzero(~touched))
+        for name, view in views.items():
+            view[keep] = saved[name][keep]
+
+    def close(self) -> None:
+        self.graphs.clear()
+        self.backup.clear()
+
+
+class StateViews:
+    """The (num_envs, ...) torch views the backend hands out, and their gather/scatter."""
+
+    def __init__(self, groups: list[B.WarpGroup], runtimes: list[GroupRuntime], model: mujoco.MjModel,
+                 num_envs: int, device: Any) -> None:
+        self.groups = groups
+        self.runtimes = runtimes
+        self.device = device
+        self.num_envs = num_envs
+        self.direct = len(groups) == 1
+        self.torch_device = runtimes[0].tensor("qpos").device
+        self.index = [torch.as_tensor(g.env_ids, device=self.torch_device) for g in groups]
+        self._mjdata = mujoco.MjData(model)
+        self.views: dict[str, Any] = {}
+        self.group_views: dict[str, list[Any]] = {}
+        self.sent: dict[str, Any] = {}
+
+    def _group_view(self, rt: GroupRuntime, name: str) -> Any:
+        t = rt.tensor(name)
+        reference = getattr(self._mjdata, name, None)
+        if reference is not None:
+            tail = np.shape(reference)
+            if int(np.prod(tail)) == int(np.prod(t.shape[1:])):
+                return t.reshape(t.shape[0], *tail)
+        return t
+
+    def bind(self, name: str) -> Any:
+        if name in self.views:
+            return self.views[name]
+        if name not in _PER_WORLD_DATA:
+            raise ConfigError(
+                f"cannot bind MjData field {name!r}: mujoco_warp's Data has no per-world array of that name "
+                "(contact and efc arrays are pooled over worlds and cannot be bound)"
+            )
+        group_views = [self._group_view(rt, name) for rt in self.runtimes]
+        if self.direct:
+            view = group_views[0]
+        else:
+            view = torch.empty((self.num_envs, *group_views[0].shape[1:]), dtype=group_views[0].dtype,
+                               device=self.torch_device)
+            for index, gv in zip(self.index, group_views, strict=True):
+                view[index] = gv
+        self.views[name] = view
+        self.group_views[name] = group_views
+        if name in MOCAP_FIELDS:
+            self.sent[name] = view.clone()
+        return view
+
+    def torch_to_warp(self) -> None:
+        torch_to_warp(self.device)
+
+    def warp_to_torch(self) -> None:
+        warp_to_torch(self.device)
+
+    def scatter_inputs(self) -> None:
+        if self.direct:
+            return
+        for name, view in self.views.items():
+            if name in INPUT_FIELDS:
+                for index, gv in zip(self.index, self.group_views[name], strict=True):
+                    torch.index_select(view, 0, index, out=gv)
+
+    def gather(self, ids: np.ndarray | None = None) -> None:
+        """Refresh the global views from the groups (only envs `ids` if given)."""
+        if not self.direct:
+            if ids is None:
+                rows = [None] * len(self.groups)
+            else:
+                rows = [torch.as_tensor(np.flatnonzero(np.isin(g.env_ids, ids)), device=self.torch_device)
+                        for g in self.groups]
+            for name, view in self.views.items():
+                for index, gv, local in zip(self.index, self.group_views[name], rows, strict=True):
+                    if local is None:
+                        view.index_copy_(0, index, gv)
+                    elif local.numel():
+                        view[index[local]] = gv[local]
+        for name, sent in self.sent.items():
+            sent.copy_(self.views[name])
+
+    def pending_mocap(self, ids: np.ndarray) -> dict[str, tuple[np.ndarray, Any]]:
+        """Mocap rows of `ids` written since the last call: (env ids, values) per bound mocap field.
+
+        As on the CPU backend, such pending writes survive a reset; other mocap rows of reset envs
+        go back to the model's default.
+        """
+        out = {}
+        index = torch.as_tensor(ids, device=self.torch_device)
+        for name, sent in self.sent.items():
+            now = self.views[name][index]
+            changed = (now != sent[index]).reshape(ids.size, -1).any(dim=1).cpu().numpy()
+            if changed.any():
+                out[name] = (ids[changed], now[torch.as_tensor(changed, device=self.torch_device)].clone())
+        return out
+
+    def restore_pending_mocap(self, pending: dict[str, tuple[np.ndarray, Any]]) -> None:
+        for name, (ids, values) in pending.items():
+            for g, group in enumerate(self.groups):
+                hit = np.isin(ids, group.env_ids)
+                if hit.any():
+                    rows = np.searchsorted(group.env_ids, ids[hit])
+                    self.group_views[name][g][self.runtimes[g].rows(rows)] = values[
+                        torch.as_tensor(hit, device=self.torch_device)]
+
+    @contextlib.contextmanager
+    def outputs_kept(self, keep: list[np.ndarray]) -> Iterator[None]:
+        """Bound outputs of group g's worlds keep[g] are put back after the block.
+
+        A forward or set_const runs on every world of a group; this keeps what the untouched envs
+        see exactly as it was (e.g. one substep behind after a step), whoever else was reset.
+        """
+        saved = []
+        for g, rows in enumerate(keep):
+            if rows.size == 0:
+                continue
+            index = self.runtimes[g].rows(rows)
+            for name, gvs in self.group_views.items():
+                if name not in _STATE_FIELDS:
+                    saved.append((gvs[g], index, gvs[g][index].clone()))
+        torch_to_warp(self.device)
+        yield
+        warp_to_torch(self.device)
+        for target, index, values in saved:
+            target[index] = values
+
+    def close(self) -> None:
+        self.views.clear()
+        self.group_views.clear()
+        self.sent.clear()
