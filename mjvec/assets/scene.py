@@ -58,6 +58,9 @@ def _options(spec: mujoco.MjSpec) -> None:
     opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    # mujoco_warp 3.11's native CCD misses some box-box contacts (a box sunk into the table at
+    # some placements gets none; mujoco_warp#1526/#1430); libccd finds them on both backends.
+    opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_NATIVECCD)
     opt.impratio = IMPRATIO
     opt.gravity = list(GRAVITY)
     stat = spec.stat

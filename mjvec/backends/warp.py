@@ -191,10 +191,11 @@ class WarpBackend:
         self._capabilities.require(field_name)
         return self._defaults[field_name]
 
-    def field_values(self, field_name: str) -> np.ndarray:
+    def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         self._check_open()
         self._capabilities.require(field_name)
-        return self._gather_field(field_name)
+        values = self._gather_field(field_name)
+        return values if env_ids is None else values[validate_env_ids(env_ids, self.num_envs)]
 
     def model_values(self, name: str) -> np.ndarray:
         """(num_envs, ...) float copy of any per-world model field, derived ones included

@@ -132,9 +132,11 @@ def make_backend(backend: str, scene: Scene, num_threads: int | None, device: st
             raise ConfigError("backend='warp' is not available in this build of mjvec; use backend='cpu'")
         if num_threads is not None:
             raise ConfigError("num_threads applies to backend='cpu' only; drop it for backend='warp'")
+        from mjvec.backends.host import HostViews
         from mjvec.backends.warp import WarpBackend
 
-        return WarpBackend(scene, device=device)
+        # The task layer is numpy: HostViews shares memory on a CPU device, mirrors on a GPU.
+        return HostViews(WarpBackend(scene, device=device))
     raise ConfigError(f"backend={backend!r} is not supported; allowed values are {allowed(BACKENDS)}")
 
 

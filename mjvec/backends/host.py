@@ -1,0 +1,119 @@
+"""`HostViews`: any backend seen through numpy state views on the host.
+
+The task layer (SimToolReal's observations, rewards, resets) and the non-model randomization
+wrappers are numpy code. A backend whose state lives in torch tensors (Warp: on its device) is
+wrapped so that `bind`, `qpos`, `qvel`, `ctrl` and `xfrc_applied` are numpy arrays:
+
+- on a CPU device the numpy arrays ARE the backend's tensors (`Tensor.numpy()` shares memory), so
+  nothing is copied;
+- on a GPU they are host mirrors: inputs (ctrl, xfrc_applied, qfrc_applied, mocap_*) are copied
+  to the device before every step/forward/reset, outputs copied back after.
+
+Everything else (capabilities, field writes, defaults) is the wrapped backend's, except that
+`capabilities.array_namespace` says "numpy". Only backends/ and the registration factory use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from mjvec.backends.base import Capabilities, FieldWrite
+
+INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
+
+
+class HostViews:
+    """The `Backend` contract of `backend`, with numpy state views (see the module docstring)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._capabilities = dataclasses.replace(backend.capabilities, array_namespace="numpy")
+        self._tensors: dict[str, Any] = {}
+        self._host: dict[str, np.ndarray] = {}
+        self._shared = str(backend.capabilities.device).startswith("cpu")
+        for name in ("qpos", "qvel", "ctrl", "xfrc_applied"):
+            self.bind(name)
+
+    @property
+    def inner(self) -> Any:
+        """The wrapped backend."""
+        return self._backend
+
+    num_envs = property(lambda self: self._backend.num_envs)
+    env_id_offset = property(lambda self: self._backend.env_id_offset)
+    variant_of_env = property(lambda self: self._backend.variant_of_env)
+    qpos = property(lambda self: self._host["qpos"])
+    qvel = property(lambda self: self._host["qvel"])
+    ctrl = property(lambda self: self._host["ctrl"])
+    xfrc_applied = property(lambda self: self._host["xfrc_applied"])
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        return self._backend.model
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    def __getattr__(self, name: str) -> Any:
+        # Backend-specific extras (num_groups, geom_present, num_threads, ...) pass through.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._backend, name)
+
+    def bind(self, name: str) -> np.ndarray:
+        """(num_envs, ...) numpy view of MjData field `name` (live; see the module docstring)."""
+        if name not in self._host:
+            tensor = self._backend.bind(name)
+            self._tensors[name] = tensor
+            self._host[name] = tensor.numpy() if self._shared else tensor.detach().cpu().numpy().copy()
+        return self._host[name]
+
+    def _push(self) -> None:
+        if self._shared:
+            return
+        import torch
+
+        for name in INPUT_FIELDS & self._host.keys():
+            self._tensors[name].copy_(torch.from_numpy(self._host[name]))
+
+    def _pull(self) -> None:
+        if self._shared:
+            return
+        for name, tensor in self._tensors.items():
+            self._host[name][...] = tensor.detach().cpu().numpy()
+
+    def step(self, nstep: int = 1) -> np.ndarray:
+        self._push()
+        failed = self._backend.step(nstep)
+        self._pull()
+        return np.asarray(failed, bool)
+
+    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        self._push()
+        self._backend.reset(env_ids, np.asarray(qpos, np.float32), np.asarray(qvel, np.float32))
+        self._pull()
+
+    def forward(self, env_ids: np.ndarray | None = None) -> None:
+        self._push()
+        self._backend.forward(env_ids)
+        self._pull()
+
+    def defaults(self, field_name: str) -> np.ndarray:
+        return self._backend.defaults(field_name)
+
+    def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
+        return self._backend.field_values(field_name, env_ids)
+
+    def write_fields(self, writes: Sequence[FieldWrite]) -> None:
+        self._backend.write_fields(writes)
+
+    def close(self) -> None:
+        self._tensors.clear()
+        self._host.clear()
+        self._backend.close()
