@@ -32,7 +32,7 @@ from benchmarks.plain_backend import make_plain_env
 from mjvec.assets.scene import default_catalog, scene_spec
 
 SUBSTEPS = 2
-SAMPLE = 32
+SAMPLE = 128
 
 
 class Case:

@@ -13,6 +13,7 @@ cryptographic.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -33,6 +34,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+@functools.lru_cache(maxsize=1024)
 def _stream_tag(stream: str) -> np.uint64:
     digest = hashlib.blake2b(stream.encode(), digest_size=8).digest()
     return np.uint64(int.from_bytes(digest, "little"))

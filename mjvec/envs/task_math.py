@@ -94,9 +94,27 @@ def keypoint_offsets(dims: np.ndarray, keypoint_scale: float) -> np.ndarray:
     return KEYPOINT_SIGNS * (0.5 * keypoint_scale * dims)[..., None, :]
 
 
+def quat_to_mat(q: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) rotation matrices of (N, 4) unit wxyz quaternions, like mju_quat2Mat."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    out = np.empty((q.shape[0], 3, 3))
+    out[:, 0, 0] = 1 - 2 * (y * y + z * z)
+    out[:, 0, 1] = 2 * (x * y - w * z)
+    out[:, 0, 2] = 2 * (x * z + w * y)
+    out[:, 1, 0] = 2 * (x * y + w * z)
+    out[:, 1, 1] = 1 - 2 * (x * x + z * z)
+    out[:, 1, 2] = 2 * (y * z - w * x)
+    out[:, 2, 0] = 2 * (x * z - w * y)
+    out[:, 2, 1] = 2 * (y * z + w * x)
+    out[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    return out
+
+
 def keypoint_positions(pos: np.ndarray, quat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(N, 4, 3) world keypoints of poses pos (N, 3), quat (N, 4) wxyz with offsets (N|1, 4, 3)."""
-    return pos[:, None, :] + quat_rotate(quat[:, None, :], offsets)
+    # One batched matmul with the rotation matrix: several times cheaper than rotating each of
+    # the 4 offsets by the quaternion, and this runs three times per step.
+    return pos[:, None, :] + np.matmul(offsets, quat_to_mat(quat).transpose(0, 2, 1))
 
 
 def max_keypoint_distance(kp_a: np.ndarray, kp_b: np.ndarray) -> np.ndarray:

@@ -58,9 +58,10 @@ class ObjectPoseLatency(VectorWrapper):
 
     def _sample(self, pose: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rng = self._base.rng
-        pos = pose[:, :3] + self._pos_std * rng.normal(ids, "dr/pose_pos_noise", (3,))
-        axis = rng.normal(ids, "dr/pose_rot_axis", (3,))
-        axis /= np.maximum(np.linalg.norm(axis, axis=1, keepdims=True), 1e-12)
+        # One draw of 6 normals: 3 for the position noise, 3 for a uniformly random axis.
+        z = rng.normal(ids, "dr/pose_noise", (6,))
+        pos = pose[:, :3] + self._pos_std * z[:, :3]
+        axis = z[:, 3:] / np.maximum(np.linalg.norm(z[:, 3:], axis=1, keepdims=True), 1e-12)
         angle = rng.uniform(ids, "dr/pose_rot_angle", -self._rot, self._rot)
         return pos, _quat_mul(_axis_angle_quat(axis, angle), pose[:, 3:])
 
@@ -78,9 +79,9 @@ class ObjectPoseLatency(VectorWrapper):
             pos, quat = self._base._true_object_pose()
             self._queue.refill(np.concatenate([pos, quat], axis=1), refill)
             if self._observed is None:
-                self._observed = self._sample(self._queue.buf[0], self._ids)
+                self._observed = self._sample(self._queue.newest(), self._ids)
             else:
-                fresh = self._sample(self._queue.buf[0, refill], refill)
+                fresh = self._sample(self._queue.newest()[refill], refill)
                 self._observed[0][refill], self._observed[1][refill] = fresh
         return self._observed[0].copy(), self._observed[1].copy()
 

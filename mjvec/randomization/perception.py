@@ -56,19 +56,25 @@ class _ResetMarks:
 
 
 class _DelayQueue:
-    """(depth, N, ...) history; `push` adds the newest, `read` picks a random age per env."""
+    """A ring of the last `depth` values (depth, N, ...); `read` picks a random age per env.
+
+    Age 0 is the newest value. A ring (not np.roll) so that a push writes one slot.
+    """
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
         self.buf: np.ndarray | None = None
+        self.head = 0
 
     def push(self, value: np.ndarray, refill: np.ndarray) -> None:
+        """Add `value` as the newest; envs in `refill` (just reset) get it at every age."""
         if self.buf is None:
             self.buf = np.repeat(value[None], self.depth, axis=0)
             return
-        self.buf = np.roll(self.buf, 1, axis=0)
-        self.buf[0] = value
-        self.buf[:, refill] = value[refill]
+        self.head = (self.head - 1) % self.depth
+        self.buf[self.head] = value
+        if refill.size:
+            self.buf[:, refill] = value[refill]
 
     def refill(self, value: np.ndarray, ids: np.ndarray) -> None:
         """Set every age of envs `ids` to their `value` row (all envs on first use); no shift."""
@@ -77,9 +83,13 @@ class _DelayQueue:
         else:
             self.buf[:, ids] = value[ids]
 
+    def newest(self) -> np.ndarray:
+        assert self.buf is not None
+        return self.buf[self.head]
+
     def read(self, ages: np.ndarray) -> np.ndarray:
         assert self.buf is not None
-        return self.buf[ages, np.arange(ages.size)]
+        return self.buf[(self.head + ages) % self.depth, np.arange(ages.size)]
 
 
 class ObservationNoise(VectorWrapper):
