@@ -1,39 +1,19 @@
 """Building the CPU backend's batches: group variants by topology, pack them, widen the BVHs.
 
-Only `mjvec.backends.cpu` uses this module. It compiles each USED variant exactly once (streaming:
-a spec and its model are dropped after their rows are snapshotted), so peak memory does not grow
-with the number of variants.
+Only `mjvec.backends.cpu` uses this module; the compile-and-group loop is `_groups.compile_groups`.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from tqdm.auto import tqdm
 
+from mjvec.backends._groups import VariantGroup, compile_groups
 from mjvec.backends.base import Scene
-from mjvec.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class GroupPlan:
-    """One topology group: the variants it holds and the envs assigned to it.
-
-    variants: sorted global variant ids in this group; pack row r is variants[r].
-    env_ids: sorted local env ids whose variant is in this group.
-    rows: (len(env_ids),) pack row of each of those envs.
-    """
-
-    key: tuple
-    variants: list[int]
-    env_ids: np.ndarray
-    rows: np.ndarray
-    pack: object = None
 
 
 def topology_key(model: mujoco.MjModel) -> tuple:
@@ -80,55 +60,11 @@ def widen_bvh(model: mujoco.MjModel, roots: list[np.ndarray]) -> int:
     return widened
 
 
-def plan_groups(scene: Scene, *, widen: bool = True, progress: bool = True) -> list[GroupPlan]:
-    """Compile each used variant once, group by topology, and build one VariantPack per group."""
-    from mjbatch import VariantPack
-
-    used = [int(v) for v in scene.used_variants]
-    builders: dict[tuple, object] = {}
-    plans: dict[tuple, GroupPlan] = {}
-    roots: dict[tuple, list[np.ndarray]] = {}
-    timestep = None
-    for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
-        spec = scene.make_variant(v)
-        model = spec.compile()
-        if timestep is None:
-            timestep = model.opt.timestep
-        elif model.opt.timestep != timestep:
-            # mjbatch-uni ignores a variant's own timestep (pitfall 5): refuse instead.
-            raise ConfigError(
-                f"variant {v} has timestep {model.opt.timestep}, but variant {used[0]} has {timestep}; "
-                "all variants of a scene must share one timestep"
-            )
-        key = topology_key(model)
-        if key not in builders:
-            builders[key] = VariantPack.builder()
-            plans[key] = GroupPlan(key, [], np.zeros(0, np.int64), np.zeros(0, np.int64))
-            roots[key] = []
-        builders[key].add_variant(spec, model)
-        plans[key].variants.append(v)
-        roots[key].append(_bvh_roots(model))
-    variant_of_env = scene.variant_of_env
-    out = []
-    for key, plan in plans.items():
-        builder = builders[key]
-        canonical = plan.variants[builder.canonical_index]
-        try:
-            pack = builder.build(scene.make_variant(canonical))
-        except ValueError as error:
-            # mjbatch numbers variants within the group; name the scene's variant ids instead.
-            raise ConfigError(
-                f"variants {plan.variants[:8]} share a geom layout but cannot be batched: {error} "
-                f"(group variant i = scene variant {plan.variants[:8]}[i]). Variants may differ only "
-                "in geom size/pos/quat/rgba/mesh and body mass/inertia/COM."
-            ) from error
-        if widen:
-            n = widen_bvh(pack.model, roots[key])
-            log.debug("group %d variants: widened BVH of %d bodies", len(plan.variants), n)
-        row_of_variant = {v: r for r, v in enumerate(plan.variants)}
-        plan.env_ids = np.flatnonzero(np.isin(variant_of_env, plan.variants)).astype(np.int64)
-        plan.rows = np.array([row_of_variant[int(variant_of_env[e])] for e in plan.env_ids], np.int64)
-        plan.pack = pack
-        out.append(plan)
-    out.sort(key=lambda p: int(p.env_ids[0]))
-    return out
+def plan_groups(scene: Scene, *, widen: bool = True, progress: bool = True) -> list[VariantGroup]:
+    """Compile each used variant once, group by topology, one VariantPack per group, BVH widened."""
+    groups = compile_groups(scene, topology_key, _bvh_roots, progress=progress)
+    if widen:
+        for group in groups:
+            n = widen_bvh(group.pack.model, group.snapshots)
+            log.debug("group of %d variants: widened the BVH of %d bodies", len(group.variants), n)
+    return groups

@@ -22,9 +22,9 @@ import torch
 import warp as wp
 from mujoco_warp._src import types as mjw_types
 from mujoco_warp._src.io import _default_nconmax
-from tqdm.auto import tqdm
 
 from mjvec.backends import fields as F
+from mjvec.backends._groups import compile_groups, geom_layout
 from mjvec.backends.base import Scene
 from mjvec.errors import ConfigError, allowed
 
@@ -89,73 +89,18 @@ def _snapshot_extras(model: mujoco.MjModel) -> dict[str, np.ndarray]:
 
 def plan_groups(scene: Scene, *, progress: bool = True) -> list[WarpGroup]:
     """Compile each used variant once, group by `topology_key`, build one VariantPack per group."""
-    from mjbatch import VariantPack
-
-    used = [int(v) for v in scene.used_variants]
-    builders: dict[tuple, Any] = {}
-    groups: dict[tuple, WarpGroup] = {}
-    extras: dict[tuple, list[dict[str, np.ndarray]]] = {}
-    timestep = None
-    for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
-        spec = scene.make_variant(v)
-        model = spec.compile()
-        if timestep is None:
-            timestep = model.opt.timestep
-        elif model.opt.timestep != timestep:
-            raise ConfigError(
-                f"variant {v} has timestep {model.opt.timestep}, but variant {used[0]} has {timestep}; "
-                "all variants of a scene must share one timestep"
-            )
-        key = topology_key(model)
-        if key not in builders:
-            builders[key] = VariantPack.builder()
-            groups[key] = WarpGroup(key, [], np.zeros(0, np.int64), np.zeros(0, np.int64))
-            extras[key] = []
-        builders[key].add_variant(spec, model)
-        groups[key].variants.append(v)
-        extras[key].append(_snapshot_extras(model))
     out = []
-    for key, group in groups.items():
-        builder = builders[key]
-        try:
-            group.pack = builder.build(scene.make_variant(group.variants[builder.canonical_index]))
-        except ValueError as error:
-            raise ConfigError(
-                f"variants {group.variants[:8]} share a geom layout but cannot be batched: {error} "
-                f"(group variant i = scene variant {group.variants[:8]}[i]). Variants may differ only "
-                "in geom size/pos/quat/rgba/mesh and body mass/inertia/COM."
-            ) from error
-        group.extras = {name: np.stack([e[name] for e in extras[key]]) for name in extras[key][0]}
-        row_of_variant = {v: r for r, v in enumerate(group.variants)}
-        group.env_ids = np.flatnonzero(np.isin(scene.variant_of_env, group.variants)).astype(np.int64)
-        group.rows = np.array([row_of_variant[int(scene.variant_of_env[e])] for e in group.env_ids], np.int64)
-        out.append(group)
-    out.sort(key=lambda g: int(g.env_ids[0]))
+    for group in compile_groups(scene, topology_key, _snapshot_extras, progress=progress):
+        extras = {name: np.stack([e[name] for e in group.snapshots]) for name in group.snapshots[0]}
+        out.append(WarpGroup(group.key, group.variants, group.env_ids, group.rows, group.pack, extras))
     return out
 
 
 def canonical_layout(groups: list[WarpGroup]) -> mujoco.MjModel:
-    """The canonical model (most geoms); sets each group's `geom_map` into its slots.
-
-    Groups may differ only in their geoms; every other entity count must agree, so that
-    body/dof/actuator-indexed fields mean the same index in every env.
-    """
-    models = [g.pack.model for g in groups]
-    canonical = max(models, key=lambda m: m.ngeom)
-    for m in models:
-        for count in ("nbody", "njnt", "nq", "nv", "nu", "nsite", "nmocap", "nsensordata"):
-            if getattr(m, count) != getattr(canonical, count):
-                raise ConfigError(
-                    f"topology groups differ in {count} ({getattr(m, count)} vs {getattr(canonical, count)}); "
-                    "variants may differ only in their geoms"
-                )
-    names = [canonical.geom(i).name for i in range(canonical.ngeom)]
-    for g, m in zip(groups, models, strict=True):
-        local = {m.geom(i).name: i for i in range(m.ngeom)}
-        missing = set(local) - set(names)
-        if missing:
-            raise ConfigError(f"geoms {sorted(missing)} are absent from the canonical layout {names}")
-        g.geom_map = np.array([local.get(n, -1) for n in names], np.int64)
+    """The canonical model (most geoms); sets each group's `geom_map` into its slots."""
+    canonical, maps = geom_layout([g.pack.model for g in groups])
+    for group, geom_map in zip(groups, maps, strict=True):
+        group.geom_map = geom_map
     return canonical
 
 

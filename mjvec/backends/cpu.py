@@ -63,6 +63,7 @@ def _import_mjbatch() -> Any:
 _mjbatch = _import_mjbatch()
 
 from mjvec.backends._cpu_build import plan_groups  # noqa: E402  (after the install guard)
+from mjvec.backends._groups import geom_layout  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -72,31 +73,6 @@ _DIVERGENCE_WARNINGS = (
     int(mujoco.mjtWarning.mjWARN_BADQVEL),
     int(mujoco.mjtWarning.mjWARN_BADQACC),
 )
-
-
-def _geom_layout(models: Sequence[mujoco.MjModel]) -> tuple[mujoco.MjModel, list[np.ndarray]]:
-    """The canonical model (most geoms) and, per group, canonical geom slot -> group geom id (-1).
-
-    Topology groups may differ only in their geoms; every other entity count must agree, so that
-    body/dof/actuator-indexed fields mean the same index in every env.
-    """
-    canonical = max(models, key=lambda m: m.ngeom)
-    for m in models:
-        for count in ("nbody", "njnt", "nq", "nv", "nu", "nsite", "nmocap", "nsensordata"):
-            if getattr(m, count) != getattr(canonical, count):
-                raise ConfigError(
-                    f"topology groups differ in {count} ({getattr(m, count)} vs {getattr(canonical, count)}); "
-                    "variants may differ only in their geoms"
-                )
-    names = [canonical.geom(i).name for i in range(canonical.ngeom)]
-    maps = []
-    for m in models:
-        local = {m.geom(i).name: i for i in range(m.ngeom)}
-        missing = set(local) - set(names)
-        if missing:
-            raise ConfigError(f"geoms {sorted(missing)} are absent from the canonical layout {names}")
-        maps.append(np.array([local.get(n, -1) for n in names], np.int64))
-    return canonical, maps
 
 
 def default_num_threads() -> int:
@@ -140,7 +116,7 @@ class CpuBackend:
             for p in self._plans
         ]
         self._affine = _mjbatch.ModelAffineBatch(batches, [p.env_ids.astype(np.int64) for p in self._plans])
-        self._model, self._geom_local = _geom_layout([p.pack.model for p in self._plans])
+        self._model, self._geom_local = geom_layout([p.pack.model for p in self._plans])
         self._timestep = float(self._model.opt.timestep)
         # Global env -> (group, row in the group), for routing writes.
         self._group_of_env = np.empty(scene.num_envs, np.int64)
