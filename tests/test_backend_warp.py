@@ -556,7 +556,8 @@ def test_capabilities_and_zero_copy_views() -> None:
     caps = be.capabilities
     assert (caps.backend, caps.array_namespace, caps.device, caps.exact_variants) == ("warp", "torch", "cpu", False)
     cpu_fields = _backend("cpu", 1, 2).capabilities.fields
-    assert set(caps.fields) == set(cpu_fields)
+    # The same table, minus the geometry writes Warp does not implement yet (declared differences).
+    assert set(caps.fields) == set(cpu_fields) - {"geom_size", "geom_pos"}
     assert all(spec.dtype == np.float32 for spec in caps.fields.values())
     _, d, _ = be.group_handles[0]
     assert be.qpos.data_ptr() == wp.to_torch(d.qpos).data_ptr()  # one group: live Data views

@@ -10,7 +10,7 @@ import logging
 import mujoco
 import numpy as np
 
-from mjvec.backends._groups import VariantGroup, compile_groups
+from mjvec.backends._groups import compile_groups
 from mjvec.backends.base import Scene
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def _union_boxes(boxes: np.ndarray) -> np.ndarray:
     return np.concatenate([(lo + hi) / 2, (hi - lo) / 2])
 
 
-def widen_bvh(model: mujoco.MjModel, roots: list[np.ndarray]) -> int:
+def widen_bvh(model: mujoco.MjModel, roots: list[np.ndarray], margin: float = 0.0) -> int:
     """Make every BVH node of each variant-dependent body enclose that body in EVERY variant.
 
     mjbatch-uni 0.2.5 keeps the canonical variant's `bvh_aabb` (an asset field it cannot expand)
@@ -45,26 +45,29 @@ def widen_bvh(model: mujoco.MjModel, roots: list[np.ndarray]) -> int:
     (reference/backends.md pitfall 1). Each variant's root box is in that variant's own inertial
     frame, which is also the frame its sim uses at run time, so the union of the roots is a valid
     box for all of them. Setting inner nodes and leaves to it too only costs narrowphase calls
-    inside small tool bodies. Returns the number of bodies widened.
+    inside small tool bodies. A `margin` > 0 then grows every finite box of every body by that
+    much, so per-env geom moves and resizes up to it stay inside. Returns the bodies widened.
     """
     stacked = np.stack(roots)  # (V, nbody, 6)
     widened = 0
     for body in range(model.nbody):
-        boxes = stacked[:, body]
-        if np.isnan(boxes).any() or (boxes == boxes[0]).all():
-            continue
-        union = _union_boxes(boxes)
         adr, num = model.body_bvhadr[body], model.body_bvhnum[body]
-        model.bvh_aabb[adr : adr + num] = union
-        widened += 1
+        boxes = stacked[:, body]
+        if not (np.isnan(boxes).any() or (boxes == boxes[0]).all()):
+            model.bvh_aabb[adr : adr + num] = _union_boxes(boxes)
+            widened += 1
+        if margin > 0 and num > 0:
+            # Planes make huge (not infinite) boxes whose finite faces matter too (the world root's
+            # top is the table top), so every box grows; float64 still resolves the margin there.
+            model.bvh_aabb[adr : adr + num, 3:] += margin
     return widened
 
 
-def plan_groups(scene: Scene, *, widen: bool = True, progress: bool = True) -> list[VariantGroup]:
+def plan_groups(scene: Scene, *, widen: bool = True, margin: float = 0.0, progress: bool = True) -> list:
     """Compile each used variant once, group by topology, one VariantPack per group, BVH widened."""
     groups = compile_groups(scene, topology_key, _bvh_roots, progress=progress)
     if widen:
         for group in groups:
-            n = widen_bvh(group.pack.model, group.snapshots)
+            n = widen_bvh(group.pack.model, group.snapshots, margin)
             log.debug("group of %d variants: widened the BVH of %d bodies", len(group.variants), n)
     return groups

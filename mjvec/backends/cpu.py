@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from mjvec.backends import fields as F
+from mjvec.backends._cpu_geometry import GEOMETRY_FIELDS, GeometryWrites
 from mjvec.backends.base import (
     IDENTITY_FIELDS,
     Capabilities,
@@ -33,7 +34,7 @@ from mjvec.backends.base import (
     frozen_mapping,
     validate_env_ids,
 )
-from mjvec.errors import ClosedError, ConfigError, InstallError
+from mjvec.errors import ClosedError, ConfigError, FieldWriteError, InstallError
 
 
 def _import_mjbatch() -> Any:
@@ -83,13 +84,16 @@ def default_num_threads() -> int:
         return os.cpu_count() or 1
 
 
-class CpuBackend:
+class CpuBackend(GeometryWrites):
     """The `Backend` contract over mjbatch-uni (see mjvec.backends.base.Backend).
 
     num_threads: worker threads per group (default: the CPU affinity count).
     forward_after_step: end every step with mj_forward so derived fields (xpos, site_xpos, ...)
         are current with qpos; otherwise they are one substep behind, as after mj_step.
     widen_bvh: apply the pitfall-1 work-around (only tests turn it off, to prove it is needed).
+    bvh_margin: grow every collision BVH box by this many metres, so per-env geom_size /
+        geom_pos writes (e.g. table height) can move geoms that far; a write reaching farther
+        raises FieldWriteError. It costs extra narrowphase checks, so it is 0 unless asked for.
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class CpuBackend:
         num_threads: int | None = None,
         forward_after_step: bool = False,
         widen_bvh: bool = True,
+        bvh_margin: float = 0.0,
         progress: bool = True,
     ) -> None:
         threads = default_num_threads() if num_threads is None else num_threads
@@ -107,7 +112,10 @@ class CpuBackend:
         self._scene = scene
         self._num_threads = threads
         self._closed = False
-        self._plans = plan_groups(scene, widen=widen_bvh, progress=progress)
+        if not (isinstance(bvh_margin, (int, float)) and 0.0 <= bvh_margin < 1.0):
+            raise ConfigError(f"bvh_margin must be a float in [0, 1) m, got {bvh_margin!r}")
+        self._bvh_margin = float(bvh_margin)
+        self._plans = plan_groups(scene, widen=widen_bvh, margin=self._bvh_margin, progress=progress)
         batches = [
             _mjbatch.Batch.from_variant_pack(
                 p.pack, p.env_ids.size, p.rows, num_threads=min(threads, p.env_ids.size),
@@ -246,29 +254,48 @@ class CpuBackend:
         for write in writes:
             spec = self._capabilities.require(write.field)
             checked.append((write, *check_write(write, spec, self.num_envs)))
+        for write, ids, values in checked:
+            if write.field == "geom_size":
+                self._check_sizes(write, ids, values)
+        undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         touched = np.zeros(self.num_envs, bool)
+        geometry: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         for write, ids, values in checked:
             groups = self._group_of_env[ids]
             for g in np.unique(groups):
                 sel = groups == g
                 rows = self._local_of_env[ids[sel]]
+                index, vals = self._local_index(int(g), write.field, write.index, values[sel])
                 target = self._field_array(int(g), write.field)
-                index, vals = write.index, values[sel]
-                if self._capabilities.fields[write.field].entity == "geom":
-                    # Canonical slot ids -> this group's geom ids; absent slots have no effect.
-                    canon = np.arange(self._model.ngeom) if index is None else index
-                    local = self._geom_local[int(g)][canon]
-                    keep = local >= 0
-                    index, vals = local[keep], vals[:, keep]
+                undo.append((target, rows, target[rows].copy()))
                 if index is None:
                     target[rows] = vals
                 elif index.size:
                     target[rows[:, None], index[None, :]] = vals
+                if write.field in GEOMETRY_FIELDS:
+                    geoms = np.arange(target.shape[1]) if index is None else index
+                    geometry.append((write.field, int(g), rows, geoms))
             touched[ids] = True
+        if geometry:
+            try:
+                self._refresh_geometry(geometry, undo)
+            except FieldWriteError:
+                for target, rows, saved in reversed(undo):
+                    target[rows] = saved
+                raise
         level = combine_levels(self._capabilities.fields[w.field].recompute for w, _, _ in checked)
         if level != RecomputeLevel.NONE and touched.any():
             # mj_setConst is the only recompute mjbatch offers; it covers both levels at once.
             self._affine.set_const(np.flatnonzero(touched).astype(np.int64))
+
+    def _local_index(self, g: int, field: str, index: np.ndarray | None, vals: np.ndarray) -> tuple:
+        """Canonical geom slots -> group g's geom ids; a slot absent there has no effect."""
+        if self._capabilities.fields[field].entity != "geom":
+            return index, vals
+        canon = np.arange(self._model.ngeom) if index is None else index
+        local = self._geom_local[g][canon]
+        keep = local >= 0
+        return local[keep], vals[:, keep]
 
     # ---- state ----------------------------------------------------------------------------
     def bind(self, name: str) -> np.ndarray:

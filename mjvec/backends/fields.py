@@ -25,6 +25,10 @@ MODEL_FIELDS: dict[str, RecomputeLevel] = {
     "body_ipos": _R.SET_CONST_0,
     "body_pos": _R.SET_CONST_0,
     "geom_friction": _R.NONE,
+    # Moving or resizing a geom changes no mj_setConst constant (mass stays as compiled); the
+    # backend refreshes geom_rbound/geom_aabb itself and checks the collision BVH.
+    "geom_size": _R.NONE,
+    "geom_pos": _R.NONE,
     "geom_solref": _R.NONE,
     "geom_solimp": _R.NONE,
     "dof_damping": _R.NONE,

@@ -57,6 +57,8 @@ class SimToolRealOptions:
     config: task constants; None for the paper's.
     randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
         None (the bare task), or a sequence of `EventTerm`s (model-field DR).
+    bvh_margin: CPU backend: metres by which collision BVHs are grown so that geom size/position
+        terms (e.g. `table_height()`) can move geoms; 0 unless such terms are used.
     The rest go to `MjVecEnv` unchanged.
     """
 
@@ -75,6 +77,7 @@ class SimToolRealOptions:
     render_size: tuple[int, int] = (240, 320)
     config: SimToolRealConfig | None = None
     randomization: str | tuple[EventTerm, ...] | None = "paper"
+    bvh_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.randomization is not None and not isinstance(self.randomization, str):
@@ -121,17 +124,20 @@ class SimToolRealOptions:
         return dataclasses.replace(cfg, max_episode_steps=self.max_episode_steps)
 
 
-def make_backend(backend: str, scene: Scene, num_threads: int | None, device: str | None) -> Any:
+def make_backend(backend: str, scene: Scene, num_threads: int | None, device: str | None,
+                 bvh_margin: float = 0.0) -> Any:
     """The backend named `backend` over `scene` (the one place that branches on the name)."""
     if backend == "cpu":
         from mjvec.backends.cpu import CpuBackend
 
-        return CpuBackend(scene, num_threads=num_threads)
+        return CpuBackend(scene, num_threads=num_threads, bvh_margin=bvh_margin)
     if backend == "warp":
         if importlib.util.find_spec("mjvec.backends.warp") is None:
             raise ConfigError("backend='warp' is not available in this build of mjvec; use backend='cpu'")
         if num_threads is not None:
             raise ConfigError("num_threads applies to backend='cpu' only; drop it for backend='warp'")
+        if bvh_margin:
+            raise ConfigError("bvh_margin applies to backend='cpu' only; drop it for backend='warp'")
         from mjvec.backends.host import HostViews
         from mjvec.backends.warp import WarpBackend
 
@@ -165,7 +171,7 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
         num_variants=opts.num_tools, make_variant=make_variant, num_envs=num_envs,
         env_id_offset=opts.env_id_offset, name="simtoolreal",
     )
-    backend = make_backend(opts.backend, scene, opts.num_threads, opts.device)
+    backend = make_backend(opts.backend, scene, opts.num_threads, opts.device, opts.bvh_margin)
     try:
         env = SimToolRealEnv(
             backend,

@@ -4,7 +4,15 @@ from mjvec.randomization.model_dr import DomainRandomization, resolve_targets
 from mjvec.randomization.object_dr import ObjectPoseLatency, ObjectScaleNoise, RandomPushes
 from mjvec.randomization.perception import ActionDelay, ObservationDelay, ObservationNoise
 from mjvec.randomization.presets import PRESETS, apply_randomization, check_randomization, paper
-from mjvec.randomization.terms import DISTRIBUTIONS, KINDS, MODES, OPERATIONS, EventTerm, term_values
+from mjvec.randomization.terms import (
+    DISTRIBUTIONS,
+    KINDS,
+    MODES,
+    OPERATIONS,
+    EventTerm,
+    table_height,
+    term_values,
+)
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -24,5 +32,6 @@ __all__ = [
     "check_randomization",
     "paper",
     "resolve_targets",
+    "table_height",
     "term_values",
 ]

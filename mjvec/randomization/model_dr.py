@@ -103,6 +103,7 @@ class DomainRandomization(VectorWrapper):
                 caps.require(field, what=f"term {term.name!r} field")
             self._index[term.name] = resolve_targets(self._backend.model, term)
             self._check_add_keeps_mass_positive(term)
+            self._check_primitive(term)
         n = self._backend.num_envs
         self.dr_params: dict[str, np.ndarray] = {}
         self._timers = np.full((len(self._terms), n), np.inf)
@@ -115,6 +116,19 @@ class DomainRandomization(VectorWrapper):
     @property
     def terms(self) -> tuple[EventTerm, ...]:
         return self._terms
+
+    def _check_primitive(self, term: EventTerm) -> None:
+        if term.kind != "geom_size":
+            return
+        model = self._backend.model
+        mesh = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, int(g)) for g in self._index[term.name]
+                if model.geom_type[g] in (mujoco.mjtGeom.mjGEOM_MESH, mujoco.mjtGeom.mjGEOM_SDF,
+                                          mujoco.mjtGeom.mjGEOM_HFIELD, mujoco.mjtGeom.mjGEOM_PLANE)]
+        if mesh:
+            raise ConfigError(
+                f"term {term.name!r} (geom_size): targets {mesh} are mesh/plane/hfield geoms, whose shape cannot "
+                "be resized per env; target primitive geoms (box, capsule, ...) or use tool_geometry='primitive'"
+            )
 
     def _check_add_keeps_mass_positive(self, term: EventTerm) -> None:
         if term.kind != "body_mass" or term.operation != "add":

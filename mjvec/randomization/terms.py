@@ -35,6 +35,9 @@ KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
     "actuator_kp": ("actuator_gainprm", (0,), "actuator"),
     "actuator_kd": ("actuator_biasprm", (2,), "actuator"),
     "gravity": ("gravity", (0, 1, 2), "option"),
+    # Primitive geoms only (mesh shapes are shared assets); mass and inertia stay as compiled.
+    "geom_size": ("geom_size", (0, 1, 2), "geom"),
+    "geom_height": ("geom_pos", (2,), "geom"),
 }
 
 
@@ -100,15 +103,16 @@ class EventTerm:
                 )
         elif self.interval_s is not None:
             raise ConfigError(f"term {label!r}: interval_s is only for mode 'interval' (mode is {self.mode!r})")
-        if self.kind == "body_mass":
-            self._check_positive_mass(label)
+        if self.kind in ("body_mass", "geom_size"):
+            self._check_positive(label)
 
-    def _check_positive_mass(self, label: str) -> None:
+    def _check_positive(self, label: str) -> None:
         lowest = self.low if self.distribution != "gaussian" else -math.inf
+        what = "masses" if self.kind == "body_mass" else "sizes"
         if self.operation in ("abs", "scale") and lowest <= 0:
             raise ConfigError(
-                f"term {label!r} (body_mass): {self.operation} range must stay > 0 (low={self.low}"
-                f"{', gaussian is unbounded' if self.distribution == 'gaussian' else ''}); masses must be positive"
+                f"term {label!r} ({self.field}): {self.operation} range must stay > 0 (low={self.low}"
+                f"{', gaussian is unbounded' if self.distribution == 'gaussian' else ''}); {what} must be positive"
             )
 
     @property
@@ -180,6 +184,14 @@ def term_values(
         bias[..., 1] = -new[..., 0]
         out.append(("actuator_biasprm", bias))
     return out, draw
+
+
+def table_height(low: float = -0.01, high: float = 0.01, table: str = "table") -> EventTerm:
+    """The source's table-height DR: the table geom moved by U(low, high) m in z at every reset.
+
+    Needs a CPU backend built with bvh_margin >= max(|low|, |high|) (make_vec(..., bvh_margin=)).
+    """
+    return EventTerm("geom_height", low, high, targets=(table,), operation="add", name="table_height")
 
 
 def coupled_fields(term: EventTerm) -> tuple[str, ...]:
