@@ -18,7 +18,8 @@ import torch
 import mjvec
 from mjvec.randomization import DomainRandomization, EventTerm
 
-KW = {"num_envs": 6, "num_tools": 6, "autoreset_mode": "disabled"}
+BASE = {"num_envs": 6, "num_tools": 6, "autoreset_mode": "disabled"}
+KW = {**BASE, "array_backend": "numpy"}
 
 
 def _pair(**kw):
@@ -47,7 +48,7 @@ def test_cpu_and_warp_agree_within_tolerance_and_share_the_layout() -> None:
 
 
 def test_warp_env_outputs_torch_and_runs_the_paper_preset() -> None:
-    env = gym.make_vec(mjvec.ENV_ID, backend="warp", device="cpu", array_backend="torch", **KW)
+    env = gym.make_vec(mjvec.ENV_ID, backend="warp", device="cpu", array_backend="torch", **BASE)
     obs, _ = env.reset(seed=0)
     assert isinstance(obs, torch.Tensor) and obs.device.type == "cpu" and obs.shape == (6, 140)
     for _ in range(10):
@@ -86,3 +87,17 @@ def test_diverging_env_on_warp_is_flagged_and_others_unaffected() -> None:
     others = np.arange(6) != 2
     for (oc, _, _), (of, _, _) in zip(clean, faulty, strict=True):
         np.testing.assert_array_equal(oc[others], of[others])
+
+
+def test_warp_defaults_to_torch_output_and_is_deterministic() -> None:
+    def run() -> torch.Tensor:
+        env = gym.make_vec(mjvec.ENV_ID, backend="warp", device="cpu", **BASE)  # native output: torch
+        obs, _ = env.reset(seed=9)
+        assert isinstance(obs, torch.Tensor)
+        rng = np.random.default_rng(1)
+        for _ in range(10):
+            obs, *_ = env.step(torch.as_tensor(rng.uniform(-1, 1, (6, 29)), dtype=torch.float32))
+        env.close()
+        return obs
+
+    torch.testing.assert_close(run(), run(), rtol=0, atol=0)

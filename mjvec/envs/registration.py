@@ -36,6 +36,8 @@ from mjvec.randomization import EventTerm, apply_randomization, check_randomizat
 
 ENV_ID = "SimToolReal-v0"
 BACKENDS = ("cpu", "warp")
+# What each backend's env outputs unless asked otherwise: its state's own kind.
+NATIVE_ARRAYS = {"cpu": "numpy", "warp": "torch"}
 MAX_TOOLS = 600
 
 
@@ -54,6 +56,8 @@ class SimToolRealOptions:
     env_id_offset: global id of local env 0 (shards of one run keep tool and random streams).
     num_tools: tools in use, 1..600; env with global id g gets tool g % num_tools.
     tool_geometry: how tools are modelled ("primitive" or "mesh").
+    array_backend: "numpy" or "torch"; None picks the backend's native kind (numpy for "cpu",
+        torch on the backend's device for "warp").
     config: task constants; None for the paper's.
     randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
         None (the bare task), or a sequence of `EventTerm`s (model-field DR).
@@ -71,7 +75,7 @@ class SimToolRealOptions:
     env_id_offset: int = 0
     num_tools: int = MAX_TOOLS
     tool_geometry: str = "primitive"
-    array_backend: str = "numpy"
+    array_backend: str | None = None
     device: str | None = None
     record_episode_statistics: bool = False
     render_size: tuple[int, int] = (240, 320)
@@ -182,7 +186,7 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
             variant_model=_variant_compiler(make_variant) if opts.render_mode else None,
             autoreset_mode=opts.autoreset_mode,
             render_mode=opts.render_mode,
-            array_backend=opts.array_backend,
+            array_backend=opts.array_backend or NATIVE_ARRAYS[opts.backend],
             device=opts.device,
             record_episode_statistics=opts.record_episode_statistics,
             render_size=opts.render_size,
