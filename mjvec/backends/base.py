@@ -212,6 +212,41 @@ class Scene:
         return np.unique(self._variant_of_env)
 
 
+class SceneBackend:
+    """The identity part of a backend built over a `Scene` (shared by the CPU and Warp backends).
+
+    Subclasses set `_scene`, `_model` (the canonical compiled model) and `_capabilities`.
+    """
+
+    _scene: Scene
+    _model: mujoco.MjModel
+    _capabilities: Capabilities
+
+    @property
+    def num_envs(self) -> int:
+        return self._scene.num_envs
+
+    @property
+    def env_id_offset(self) -> int:
+        return self._scene.env_id_offset
+
+    @property
+    def scene(self) -> Scene:
+        return self._scene
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        return self._model
+
+    @property
+    def variant_of_env(self) -> np.ndarray:
+        return self._scene.variant_of_env
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+
 @runtime_checkable
 class Backend(Protocol):
     """The contract both backends implement (see the module docstring).

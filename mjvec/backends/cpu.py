@@ -29,6 +29,7 @@ from mjvec.backends.base import (
     FieldWrite,
     RecomputeLevel,
     Scene,
+    SceneBackend,
     check_write,
     combine_levels,
     frozen_mapping,
@@ -84,7 +85,7 @@ def default_num_threads() -> int:
         return os.cpu_count() or 1
 
 
-class CpuBackend(GeometryWrites):
+class CpuBackend(SceneBackend, GeometryWrites):
     """The `Backend` contract over mjbatch-uni (see mjvec.backends.base.Backend).
 
     num_threads: worker threads per group (default: the CPU affinity count).
@@ -148,30 +149,6 @@ class CpuBackend(GeometryWrites):
             self.bind(name)
 
     # ---- identity -------------------------------------------------------------------------
-    @property
-    def num_envs(self) -> int:
-        return self._scene.num_envs
-
-    @property
-    def env_id_offset(self) -> int:
-        return self._scene.env_id_offset
-
-    @property
-    def scene(self) -> Scene:
-        return self._scene
-
-    @property
-    def model(self) -> mujoco.MjModel:
-        return self._model
-
-    @property
-    def variant_of_env(self) -> np.ndarray:
-        return self._scene.variant_of_env
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
     @property
     def num_threads(self) -> int:
         return self._num_threads

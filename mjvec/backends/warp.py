@@ -20,7 +20,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from mjvec.backends import fields as F
@@ -30,6 +29,7 @@ from mjvec.backends.base import (
     FieldWrite,
     RecomputeLevel,
     Scene,
+    SceneBackend,
     check_write,
     combine_levels,
     entity_of_field,
@@ -71,7 +71,7 @@ _ZEROED_ON_RESET = ("ctrl", "xfrc_applied", "qfrc_applied")
 _OVERFLOW = 2
 
 
-class WarpBackend:
+class WarpBackend(SceneBackend):
     """The `Backend` contract over mujoco_warp (see mjvec.backends.base.Backend).
 
     device: a warp device ("cuda:0", "cpu"); None means "cuda:0". State views live there.
@@ -133,30 +133,6 @@ class WarpBackend:
                 rt.warm_up()
 
     # ---- identity -------------------------------------------------------------------------
-    @property
-    def num_envs(self) -> int:
-        return self._scene.num_envs
-
-    @property
-    def env_id_offset(self) -> int:
-        return self._scene.env_id_offset
-
-    @property
-    def scene(self) -> Scene:
-        return self._scene
-
-    @property
-    def model(self) -> mujoco.MjModel:
-        return self._model
-
-    @property
-    def variant_of_env(self) -> np.ndarray:
-        return self._scene.variant_of_env
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
     @property
     def device(self) -> str:
         return self._device
