@@ -16,8 +16,7 @@ import argparse
 import logging
 import os
 
-from benchmarks._timing import interleaved_rates
-from benchmarks.throughput import Case
+from benchmarks.throughput import Case, paired_rates
 from mjvec.randomization import EventTerm
 
 MODEL_TERMS = (
@@ -43,11 +42,7 @@ def main() -> None:
         "on": Case(args.num_envs, threads, steps, randomization="paper", terms=MODEL_TERMS,
                    max_episode_steps=EPISODE_STEPS),
     }
-    timed = {}
-    for name, c in cases.items():
-        timed[f"e2e {name}"] = (c.e2e, c.steps * c.n)
-        timed[f"r1 {name}"] = (c.r1, c.r1_units)
-    rates = interleaved_rates(timed, args.repeats, desc="randomization on/off")
+    rates = paired_rates({str(k): c for k, c in cases.items()}, args.repeats, desc="randomization on/off")
     raw = rates["e2e on"] / rates["e2e off"]
     content = rates["r1 on"] / rates["r1 off"]
     print(f"num_envs={args.num_envs}, threads={threads}: no randomization {rates['e2e off']:,.0f} env-steps/s; "

@@ -94,6 +94,15 @@ class Case:
         return len(self.plain) * R1_STEPS
 
 
+def paired_rates(cases: dict[str, Case], repeats: int, desc: str) -> dict[str, float]:
+    """Interleaved medians of each case's end-to-end rate ("e2e NAME") and r1 ("r1 NAME")."""
+    timed = {}
+    for name, c in cases.items():
+        timed[f"e2e {name}"] = (c.e2e, c.steps * c.n)
+        timed[f"r1 {name}"] = (c.r1, c.r1_units)
+    return interleaved_rates(timed, repeats, desc=desc)
+
+
 def async_rate(num_envs: int, steps: int, repeats: int) -> float:
     """Median env-steps/s of the plain alternative under AsyncVectorEnv (one process per env)."""
     env = gym.vector.AsyncVectorEnv([lambda g=g: make_plain_env(g) for g in range(num_envs)],

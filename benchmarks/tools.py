@@ -15,8 +15,7 @@ import argparse
 import logging
 import os
 
-from benchmarks._timing import interleaved_rates
-from benchmarks.throughput import Case
+from benchmarks.throughput import Case, paired_rates
 
 
 def main() -> None:
@@ -30,11 +29,7 @@ def main() -> None:
     threads = len(os.sched_getaffinity(0))
     steps = max(4, 4096 // args.num_envs)
     cases = {tools: Case(args.num_envs, threads, steps, randomization=rand, num_tools=tools) for tools in (600, 1)}
-    timed = {}
-    for tools, c in cases.items():
-        timed[f"e2e {tools}"] = (c.e2e, c.steps * c.n)
-        timed[f"r1 {tools}"] = (c.r1, c.r1_units)
-    rates = interleaved_rates(timed, args.repeats, desc="600 vs 1 tool")
+    rates = paired_rates({str(k): c for k, c in cases.items()}, args.repeats, desc="600 vs 1 tool")
     step_ratio = rates["e2e 1"] / rates["e2e 600"]
     content = rates["r1 1"] / rates["r1 600"]
     print(f"num_envs={args.num_envs}, threads={threads}, randomization={args.randomization}: "
