@@ -1,7 +1,8 @@
 """CPU backend physics rate vs the physical limit `threads x r1`, measured in one run.
 
 r1 = single-thread plain `mujoco.mj_step` rate of the SAME compiled model (one variant alone).
-Prints, per thread count, the backend's physics steps/s divided by threads x r1 (target >= 0.85).
+Prints, per thread count, the backend's physics steps/s divided by threads x r1 (target >= 0.85),
+and the same ratio for a plain `mjbatch.Batch` of one compiled model: the engine's own ceiling.
 
     python -m benchmarks.cpu_backend [--scene simtoolreal|toy] [--num-envs 256] [--tools 600]
 """
@@ -49,7 +50,15 @@ def main() -> None:
 
     cases = {"mj_step (1 thread)": (plain, block)}
     backends = {}
+    raw = {}
     for threads in sorted({1, default_num_threads()}):
+        # The engine alone, for reference: one plain mjbatch.Batch of tool 0's model (no variants,
+        # no expanded fields, no global views). What the backend adds is measured against it.
+        import mjbatch
+
+        batch = mjbatch.Batch(model, args.num_envs, num_threads=threads)
+        batch.step(nstep=settle)
+        raw[threads] = batch
         be = CpuBackend(Scene(args.tools, make, args.num_envs), num_threads=threads)
         be.step(settle)
         backends[threads] = be
@@ -60,14 +69,21 @@ def main() -> None:
                 be.step(args.nstep)
 
         cases[f"backend {threads} thread(s)"] = (run, steps * args.num_envs)
+
+        def run_raw(batch=batch, steps=steps) -> None:
+            for _ in range(steps // args.nstep):
+                batch.step(nstep=args.nstep)
+
+        cases[f"raw mjbatch {threads} thread(s)"] = (run_raw, steps * args.num_envs)
     rates = interleaved_rates(cases, repeats=args.repeats)
     r1 = rates["mj_step (1 thread)"]
     print(f"scene={args.scene} tools={args.tools} num_envs={args.num_envs} nstep={args.nstep}")
     print(f"r1 (single-thread mj_step) = {r1:,.0f} steps/s")
     for threads in backends:
         rate = rates[f"backend {threads} thread(s)"]
+        engine = rates[f"raw mjbatch {threads} thread(s)"]
         print(f"threads={threads}: backend {rate:,.0f} physics steps/s; ratio to threads x r1 = "
-              f"{rate / (threads * r1):.3f}")
+              f"{rate / (threads * r1):.3f}; raw mjbatch.Batch of one model {engine / (threads * r1):.3f}")
 
 
 if __name__ == "__main__":
