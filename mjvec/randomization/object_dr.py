@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError
-from mjvec.randomization.perception import _DelayQueue, _need, _ResetMarks
+from mjvec.randomization.perception import _check_delay, _DelayQueue, _need, _ResetMarks
 
 
 def _axis_angle_quat(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
@@ -42,8 +42,7 @@ class ObjectPoseLatency(VectorWrapper):
         super().__init__(env)
         base = env.unwrapped
         _need(base, "_true_object_pose", "_observed_object_pose", "lifecycle", "rng", who="ObjectPoseLatency")
-        if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
-            raise ConfigError(f"ObjectPoseLatency: max_delay must be an int >= 0, got {max_delay!r}")
+        _check_delay("ObjectPoseLatency", max_delay)
         for name, value in (("pos_std", pos_std), ("rot_deg", rot_deg)):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"ObjectPoseLatency: {name} must be finite and >= 0, got {value}")

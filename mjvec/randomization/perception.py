@@ -29,6 +29,11 @@ def _need(base: Any, *attrs: str, who: str) -> None:
         raise ConfigError(f"{who} needs an env with {missing}; {type(base).__name__} has none of them")
 
 
+def _check_delay(who: str, max_delay: object) -> None:
+    if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
+        raise ConfigError(f"{who}: max_delay must be an int >= 0, got {max_delay!r}")
+
+
 def _policy(obs: Any) -> np.ndarray:
     return obs["policy"] if isinstance(obs, Mapping) else obs
 
@@ -127,8 +132,7 @@ class ObservationDelay(VectorWrapper):
         super().__init__(env)
         base = env.unwrapped
         _need(base, "add_observation_transform", "lifecycle", "rng", who="ObservationDelay")
-        if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
-            raise ConfigError(f"ObservationDelay: max_delay must be an int >= 0, got {max_delay!r}")
+        _check_delay("ObservationDelay", max_delay)
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
         self._marks = _ResetMarks(base)
@@ -159,8 +163,7 @@ class ActionDelay(VectorWrapper):
         super().__init__(env)
         base = env.unwrapped
         _need(base, "add_action_transform", "lifecycle", "rng", who="ActionDelay")
-        if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
-            raise ConfigError(f"ActionDelay: max_delay must be an int >= 0, got {max_delay!r}")
+        _check_delay("ActionDelay", max_delay)
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
         self._marks = _ResetMarks(base)
