@@ -3,9 +3,11 @@ alternative, measured in one run (interleaved, repeated, medians).
 
 - e2e: env-steps/s of `gym.make_vec("SimToolReal-v0")` (600 tools, paper randomization, random
   actions, autoresets) at each num_envs and thread count;
-- physics: the backend's own `step(2)` on the same envs;
-- r1: single-thread plain `mujoco.mj_step` rate on the SAME states (a sample of the batch's envs,
-  each on its own tool's model compiled alone, re-synced from the batch before every block);
+- physics: the backend's time inside those same e2e steps (substeps/s);
+- r1: single-thread plain `mujoco.mj_step` rate on the SAME physics: the sampled envs' states,
+  controls and pushes recorded just before steps of each e2e block, replayed on each env's tool
+  compiled alone (benchmarks/_replay.py; the replays land bit-exactly on the batch's next state,
+  and the script prints how many did);
 - L_cpu = threads x r1 / substeps; efficiency = e2e / L_cpu;
 - async: the same task code on one MjModel per tool and one MjData per env, one process per env
   under `gymnasium.vector.AsyncVectorEnv` (the standard Gymnasium way); ratio = our best e2e / its.
@@ -20,13 +22,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import time
+import statistics
 
 import gymnasium as gym
 import mujoco
 import numpy as np
 
 import mjvec
+from benchmarks._replay import StepRecorder, replay_seconds
 from benchmarks._timing import interleaved_rates
 from benchmarks.plain_backend import make_plain_env
 from mjvec.assets.scene import default_catalog, scene_spec
@@ -34,11 +37,16 @@ from mjvec.randomization import DomainRandomization
 
 SUBSTEPS = 2
 SAMPLE = 128
-R1_STEPS = 8
+RECORDS = 8  # steps per e2e block whose physics r1 replays
 
 
 class Case:
-    """One (num_envs, threads) configuration: the env, its actions and a plain-mujoco sample."""
+    """One (num_envs, threads) configuration: the env, its actions and a plain-mujoco sample.
+
+    Every e2e block records the sampled envs' states before RECORDS of its steps (benchmarks/_replay.py);
+    r1 replays the latest block's records in plain mujoco. The backend's time inside those same e2e
+    blocks gives the physics share of the end-to-end step.
+    """
 
     def __init__(self, num_envs: int, threads: int, steps: int, randomization: str | None = "paper",
                  num_tools: int = 600, terms: tuple = (), max_episode_steps: int | None = None) -> None:
@@ -51,53 +59,56 @@ class Case:
         rng = np.random.default_rng(0)
         self.actions = rng.uniform(-1, 1, (8, num_envs, 29)).astype(np.float32)
         self.k = 0
-        for _ in range(30):  # past the first drop: tools on the table, hands moving
-            self.e2e()
         base = self.env.unwrapped
-        self.backend = base.backend
-        ids = np.linspace(0, num_envs - 1, min(SAMPLE, num_envs)).astype(int)
+        ids = np.linspace(0, num_envs - 1, min(SAMPLE, num_envs)).astype(np.int64)
+        self.recorder = StepRecorder(base.backend, ids)
         catalog = default_catalog()
         models = {int(v): scene_spec(int(v), catalog=catalog).compile() for v in base.tool_ids[ids]}
-        self.plain = [(i, models[int(base.tool_ids[i])]) for i in ids]
-        self.datas = [mujoco.MjData(m) for _, m in self.plain]
+        self.models = [models[int(base.tool_ids[i])] for i in ids]
+        self.datas = [mujoco.MjData(m) for m in self.models]
+        self.physics_rates: list[float] = []
+        self.exact = [0, 0]
+        for _ in range(30):  # past the first drop: tools on the table, hands moving
+            self.e2e()
 
     def e2e(self) -> None:
-        for _ in range(self.steps):
+        rec = self.recorder
+        rec.records.clear()
+        rec.step_seconds = 0.0
+        every = max(1, self.steps // RECORDS)
+        for i in range(self.steps):
+            if i % every == 0:
+                rec.arm()
             self.env.step(self.actions[self.k % 8])
             self.k += 1
-
-    def physics(self) -> None:
-        for _ in range(self.steps):
-            self.backend.step(SUBSTEPS)
+        self.physics_rates.append(self.steps * self.n * SUBSTEPS / rec.step_seconds)
 
     def r1(self) -> float:
-        """Seconds of plain single-thread mj_step on the sampled envs' current states.
-
-        Each sampled state is loaded into its own MjData (untimed), then stepped R1_STEPS times in
-        a row (timed): a hot-cache plain `mj_step` loop, as the definition of r1 asks, on the
-        contact load the batch has right now.
-        """
-        be = self.backend
-        mocap_pos, mocap_quat = be.bind("mocap_pos"), be.bind("mocap_quat")
-        total = 0.0
-        for (i, m), d in zip(self.plain, self.datas, strict=True):
-            d.qpos[:], d.qvel[:], d.ctrl[:] = be.qpos[i], be.qvel[i], be.ctrl[i]
-            d.mocap_pos[:], d.mocap_quat[:] = mocap_pos[i], mocap_quat[i]
-            mujoco.mj_forward(m, d)
-            t0 = time.perf_counter()
-            mujoco.mj_step(m, d, R1_STEPS)
-            total += time.perf_counter() - t0
-        return total
+        """Seconds of plain single-thread mj_step replaying the latest e2e block's recorded steps."""
+        seconds, exact = replay_seconds(self.recorder.records, self.models, self.datas, SUBSTEPS)
+        self.exact[0] += exact
+        self.exact[1] += len(self.recorder.records) * len(self.models)
+        return seconds
 
     @property
     def r1_units(self) -> int:
-        return len(self.plain) * R1_STEPS
+        return len(self.models) * len(self.recorder.records) * SUBSTEPS
+
+    def start_timing(self) -> None:
+        """Forget the physics rates and replay counts of the set-up blocks."""
+        self.physics_rates.clear()
+        self.exact = [0, 0]
+
+    def physics_rate(self) -> float:
+        """Median substeps/s of the backend inside the e2e blocks since `start_timing`."""
+        return statistics.median(self.physics_rates)
 
 
 def paired_rates(cases: dict[str, Case], repeats: int, desc: str) -> dict[str, float]:
     """Interleaved medians of each case's end-to-end rate ("e2e NAME") and r1 ("r1 NAME")."""
     timed = {}
     for name, c in cases.items():
+        c.start_timing()
         timed[f"e2e {name}"] = (c.e2e, c.steps * c.n)
         timed[f"r1 {name}"] = (c.r1, c.r1_units)
     return interleaved_rates(timed, repeats, desc=desc)
@@ -125,7 +136,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--num-envs", type=int, nargs="+", default=[64, 256, 1024, 4096])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--async-envs", type=int, nargs="+", default=[16, 64])
+    p.add_argument("--async-envs", type=int, nargs="*", default=[16, 64])
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -135,14 +146,15 @@ def main() -> None:
     for n in args.num_envs:
         for threads in args.threads:
             c = Case(n, threads, steps=max(4, 4096 // n))
-            rates = interleaved_rates({"e2e": (c.e2e, c.steps * n), "physics": (c.physics, c.steps * n * SUBSTEPS),
-                                       "r1": (c.r1, c.r1_units)}, args.repeats, desc=f"{n} envs x {threads} thr")
+            c.start_timing()
+            rates = interleaved_rates({"e2e": (c.e2e, c.steps * n), "r1": (c.r1, c.r1_units)}, args.repeats,
+                                      desc=f"{n} envs x {threads} thr")
             l_cpu = threads * rates["r1"] / SUBSTEPS
             results.append((n, threads, rates, l_cpu))
-            phys = rates["physics"] / (threads * rates["r1"])
+            phys = c.physics_rate() / (threads * rates["r1"])
             print(f"num_envs={n:5d} threads={threads}: e2e {rates['e2e']:9,.0f} env-steps/s | r1 {rates['r1']:8,.0f} "
-                  f"steps/s | L_cpu {l_cpu:9,.0f} | physics/(threads x r1) {phys:.3f}"
-                  f" | e2e/L_cpu {rates['e2e'] / l_cpu:.3f}", flush=True)
+                  f"steps/s | L_cpu {l_cpu:9,.0f} | physics in e2e/(threads x r1) {phys:.3f}"
+                  f" | e2e/L_cpu {rates['e2e'] / l_cpu:.3f} | replays bit-exact {c.exact[0]}/{c.exact[1]}", flush=True)
             c.env.close()
     best = max(results, key=lambda r: r[2]["e2e"])
     for n in args.async_envs:

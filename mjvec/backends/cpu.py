@@ -162,6 +162,11 @@ class CpuBackend(SceneBackend, GeometryWrites):
         """The per-topology mjbatch Batches (for tests and benchmarks; not a stable API)."""
         return tuple(g.batch for g in self._affine.groups)
 
+    @property
+    def group_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(group (N,), row (N,)): where each global env lives in `group_batches` (same caveat)."""
+        return self._group_of_env.copy(), self._local_of_env.copy()
+
     # ---- model fields ---------------------------------------------------------------------
     def _field_array(self, g: int, name: str) -> np.ndarray:
         """The group's live per-sim rows of `name`, expanding the field on first use (writes only)."""
