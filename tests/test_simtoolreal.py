@@ -228,7 +228,7 @@ def test_success_after_ten_steps_at_goal_then_delta_goal(monkeypatch):
 
         def goal_at_object(active):
             pos, quat = task._true_object_pose()
-            task.goal_pos[:], task.goal_quat[:] = pos, quat
+            task._set_goal_pose(np.arange(2), pos, quat)
             return original(active)
 
         monkeypatch.setattr(task, "_evaluate", goal_at_object)

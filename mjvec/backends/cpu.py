@@ -317,20 +317,29 @@ class CpuBackend(SceneBackend, GeometryWrites):
     def xfrc_applied(self) -> np.ndarray:
         return self._views["xfrc_applied"]
 
-    def _scatter_inputs(self) -> None:
+    def _scatter_inputs(self, env_ids: np.ndarray | None = None) -> None:
+        """Copy the global input views into the groups: every env, or only `env_ids` (sorted, unique)."""
         if self._direct:
             return
         for name, view in self._views.items():
             if name in INPUT_FIELDS:
-                for plan, gv in zip(self._plans, self._group_views[name], strict=True):
-                    gv[...] = view[plan.env_ids]
+                for g, (glob, rows) in enumerate(self._group_selection(env_ids)):
+                    self._group_views[name][g][rows] = view[glob]
 
-    def _gather_outputs(self) -> None:
+    def _gather_outputs(self, env_ids: np.ndarray | None = None) -> None:
+        """Copy every bound field from the groups into the global views: every env, or only `env_ids`."""
         if self._direct:
             return
         for name, view in self._views.items():
-            for plan, gv in zip(self._plans, self._group_views[name], strict=True):
-                view[plan.env_ids] = gv
+            for g, (glob, rows) in enumerate(self._group_selection(env_ids)):
+                view[glob] = self._group_views[name][g][rows]
+
+    def _group_selection(self, env_ids: np.ndarray | None) -> list[tuple[np.ndarray, Any]]:
+        """Per group: (global env ids, their rows in the group) of `env_ids` (all envs if None)."""
+        if env_ids is None:
+            return [(plan.env_ids, slice(None)) for plan in self._plans]
+        groups = self._group_of_env[env_ids]
+        return [(env_ids[groups == g], self._local_of_env[env_ids[groups == g]]) for g in range(len(self._plans))]
 
     def step(self, nstep: int = 1) -> np.ndarray:
         self._check_open()
@@ -368,7 +377,8 @@ class CpuBackend(SceneBackend, GeometryWrites):
         for name in ("ctrl", "xfrc_applied", "qfrc_applied"):
             if name in self._views:
                 self._views[name][ids] = 0.0
-        self._scatter_inputs()
+        touched = np.unique(ids)
+        self._scatter_inputs(touched)
         groups = self._group_of_env[ids]
         for g in np.unique(groups):
             sel = groups == g
@@ -383,14 +393,14 @@ class CpuBackend(SceneBackend, GeometryWrites):
             self._group_views["qpos"][g][rows] = qpos[sel][order]
             self._group_views["qvel"][g][rows] = qvel[sel][order]
             batch.forward(rows.astype(np.int64))
-        self._gather_outputs()
+        self._gather_outputs(touched)
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
         self._check_open()
-        self._scatter_inputs()
-        ids = None if env_ids is None else np.sort(validate_env_ids(env_ids, self.num_envs))
+        ids = None if env_ids is None else np.unique(validate_env_ids(env_ids, self.num_envs))
+        self._scatter_inputs(ids)
         self._affine.forward(ids)
-        self._gather_outputs()
+        self._gather_outputs(ids)
 
     def close(self) -> None:
         """Release the batches; idempotent. Any later call raises ClosedError."""

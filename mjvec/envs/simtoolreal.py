@@ -109,8 +109,9 @@ class SimToolRealEnv(MjVecEnv):
         self._mocap_quat = backend.bind("mocap_quat")
         self._site_xpos = backend.bind("site_xpos")
         self._xquat = backend.bind("xquat")
-        self._cvel = backend.bind("cvel")
-        self._subtree_com = backend.bind("subtree_com")
+        if obs_mode == "asymmetric":  # a bound output is copied out every step: bind only what is read
+            self._cvel = backend.bind("cvel")
+            self._subtree_com = backend.bind("subtree_com")
 
     # ---- construction helpers --------------------------------------------------------------
     def _bind_model(self, model: mujoco.MjModel) -> None:
@@ -159,8 +160,12 @@ class SimToolRealEnv(MjVecEnv):
 
     def _init_buffers(self, n: int) -> None:
         self.targets = np.zeros((n, tm.NUM_JOINTS))
-        self.goal_pos = np.zeros((n, 3))
-        self.goal_quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+        self._goal_pos = np.zeros((n, 3))
+        self._goal_quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+        # Derived from the goals in _set_goal (goals change only there): rotation matrices and the
+        # fixed-size keypoints the reward compares against.
+        self._goal_rot = np.tile(np.eye(3), (n, 1, 1))
+        self._goal_kp_fixed = tm.keypoints_from_rot(self._goal_pos, self._goal_rot, self._fixed_offsets)
         self.lifted = np.zeros(n, bool)
         self.closest_fingertip_dist = -np.ones((n, tm.NUM_FINGERTIPS))
         self.closest_keypoint_dist = -np.ones(n)
@@ -173,6 +178,20 @@ class SimToolRealEnv(MjVecEnv):
             cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
             cfg.curriculum_min_successes,
         )
+
+    @property
+    def goal_pos(self) -> np.ndarray:
+        """(N, 3) goal positions, env frame; a read-only view (goals change through `_set_goal`)."""
+        view = self._goal_pos.view()
+        view.flags.writeable = False
+        return view
+
+    @property
+    def goal_quat(self) -> np.ndarray:
+        """(N, 4) goal orientations, wxyz; a read-only view (goals change through `_set_goal`)."""
+        view = self._goal_quat.view()
+        view.flags.writeable = False
+        return view
 
     @property
     def tolerance(self) -> float:
@@ -212,8 +231,7 @@ class SimToolRealEnv(MjVecEnv):
         obj_pos, obj_quat = self._true_object_pose()
         tip_dist = np.linalg.norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
         dist = tm.max_keypoint_distance(
-            tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets),
-            tm.keypoint_positions(self.goal_pos, self.goal_quat, self._fixed_offsets),
+            tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
         )
         lift, just_lifted, lifted = tm.lift_terms(
             obj_pos[:, 2], self.spawn_pos[2], self.lifted, offset=cfg.lift_offset, clip=cfg.lift_clip,
@@ -252,11 +270,11 @@ class SimToolRealEnv(MjVecEnv):
 
         # Commit the task state of the evaluated envs only.
         for buf, new in (
-            (self.lifted, lifted), (self.closest_fingertip_dist, closest_tip), (self.closest_keypoint_dist, closest_kp),
-            (self.near_goal_steps, near_steps), (self.successes, successes), (self.progress, progress),
-            (self.last_reward, reward),
+            (self.lifted, lifted), (self.closest_fingertip_dist, closest_tip),
+            (self.closest_keypoint_dist, closest_kp), (self.near_goal_steps, near_steps), (self.successes, successes),
+            (self.progress, progress), (self.last_reward, reward),
         ):
-            buf[active] = new[active]
+            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)))
         new_goal = np.flatnonzero(success & ~terminated)
         if new_goal.size:
             self._next_goal(new_goal)
@@ -279,14 +297,23 @@ class SimToolRealEnv(MjVecEnv):
 
     def _next_goal(self, env_ids: np.ndarray) -> None:
         """Replace the goals of these envs by delta goals; re-arm their progress tracking."""
-        pos, quat = tm.sample_delta_goal(self.rng, env_ids, self.goal_pos[env_ids], self.goal_quat[env_ids], self.cfg)
+        pos, quat = tm.sample_delta_goal(self.rng, env_ids, self._goal_pos[env_ids], self._goal_quat[env_ids],
+                                         self.cfg)
         self._set_goal(env_ids, pos, quat)
 
     def _set_goal(self, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
-        self.goal_pos[env_ids] = pos
-        self.goal_quat[env_ids] = quat
+        """New goals for `env_ids` (pos (K, 3), quat (K, 4) wxyz); re-arms their progress tracking."""
+        self._set_goal_pose(env_ids, pos, quat)
         self.closest_keypoint_dist[env_ids] = -1.0
         self.near_goal_steps[env_ids] = 0
+
+    def _set_goal_pose(self, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Move the goals of `env_ids` (and their ghosts) without touching the task's progress state."""
+        self._goal_pos[env_ids] = pos
+        self._goal_quat[env_ids] = quat
+        rot = tm.quat_to_mat(np.asarray(quat, np.float64).reshape(-1, 4))
+        self._goal_rot[env_ids] = rot
+        self._goal_kp_fixed[env_ids] = tm.keypoints_from_rot(self._goal_pos[env_ids], rot, self._fixed_offsets)
         # The ghost is drawn from mocap_pos/quat; the backend applies them at its next call.
         self._mocap_pos[env_ids, self._goal_mocap] = pos
         self._mocap_quat[env_ids, self._goal_mocap] = quat
@@ -337,7 +364,7 @@ class SimToolRealEnv(MjVecEnv):
         n, q, v = self.num_envs, self.backend.qpos, self.backend.qvel
         offsets = tm.keypoint_offsets(scales * self.cfg.object_base_size, self.cfg.keypoint_scale)
         kp_obj = tm.keypoint_positions(obj_pos, obj_quat, offsets)
-        kp_goal = tm.keypoint_positions(self.goal_pos, self.goal_quat, offsets)
+        kp_goal = tm.keypoints_from_rot(self._goal_pos, self._goal_rot, offsets)
         blocks = (
             np.clip(tm.unscale_from_limits(q[:, self._jnt_qpos], self.joint_lower, self.joint_upper), -1.0, 1.0),
             v[:, self._jnt_dof],
@@ -368,8 +395,7 @@ class SimToolRealEnv(MjVecEnv):
         closest_kp = self.closest_keypoint_dist
         if (closest_kp < 0).any():
             dist = tm.max_keypoint_distance(
-                tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets),
-                tm.keypoint_positions(self.goal_pos, self.goal_quat, self._fixed_offsets),
+                tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
             )
             closest_kp = np.where(closest_kp < 0, dist, closest_kp)
         return np.concatenate(

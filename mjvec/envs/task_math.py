@@ -112,9 +112,14 @@ def quat_to_mat(q: np.ndarray) -> np.ndarray:
 
 def keypoint_positions(pos: np.ndarray, quat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """(N, 4, 3) world keypoints of poses pos (N, 3), quat (N, 4) wxyz with offsets (N|1, 4, 3)."""
+    return keypoints_from_rot(pos, quat_to_mat(quat), offsets)
+
+
+def keypoints_from_rot(pos: np.ndarray, rot: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(N, 4, 3) world keypoints of poses pos (N, 3), rotation matrices rot (N, 3, 3), offsets (N|1, 4, 3)."""
     # One batched matmul with the rotation matrix: several times cheaper than rotating each of
-    # the 4 offsets by the quaternion, and this runs three times per step.
-    return pos[:, None, :] + np.matmul(offsets, quat_to_mat(quat).transpose(0, 2, 1))
+    # the 4 offsets by the quaternion.
+    return pos[:, None, :] + np.matmul(offsets, rot.transpose(0, 2, 1))
 
 
 def max_keypoint_distance(kp_a: np.ndarray, kp_b: np.ndarray) -> np.ndarray:
