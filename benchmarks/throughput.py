@@ -20,9 +20,12 @@ alternative, measured in one run (interleaved, repeated, medians).
 from __future__ import annotations
 
 import argparse
+import csv
 import logging
 import os
 import statistics
+import time
+from pathlib import Path
 
 import gymnasium as gym
 import mujoco
@@ -66,7 +69,7 @@ class Case:
         models = {int(v): scene_spec(int(v), catalog=catalog).compile() for v in base.tool_ids[ids]}
         self.models = [models[int(base.tool_ids[i])] for i in ids]
         self.datas = [mujoco.MjData(m) for m in self.models]
-        self.physics_rates: list[float] = []
+        self.physics_shares: list[float] = []
         self.exact = [0, 0]
         for _ in range(30):  # past the first drop: tools on the table, hands moving
             self.e2e()
@@ -76,12 +79,13 @@ class Case:
         rec.records.clear()
         rec.step_seconds = 0.0
         every = max(1, self.steps // RECORDS)
+        t0 = time.perf_counter()
         for i in range(self.steps):
             if i % every == 0:
                 rec.arm()
             self.env.step(self.actions[self.k % 8])
             self.k += 1
-        self.physics_rates.append(self.steps * self.n * SUBSTEPS / rec.step_seconds)
+        self.physics_shares.append(rec.step_seconds / (time.perf_counter() - t0))
 
     def r1(self) -> float:
         """Seconds of plain single-thread mj_step replaying the latest e2e block's recorded steps."""
@@ -95,13 +99,13 @@ class Case:
         return len(self.models) * len(self.recorder.records) * SUBSTEPS
 
     def start_timing(self) -> None:
-        """Forget the physics rates and replay counts of the set-up blocks."""
-        self.physics_rates.clear()
+        """Forget the physics shares and replay counts of the set-up blocks."""
+        self.physics_shares.clear()
         self.exact = [0, 0]
 
-    def physics_rate(self) -> float:
-        """Median substeps/s of the backend inside the e2e blocks since `start_timing`."""
-        return statistics.median(self.physics_rates)
+    def physics_share(self) -> float:
+        """Median fraction of an e2e block's wall time spent in the backend's step, since `start_timing`."""
+        return statistics.median(self.physics_shares)
 
 
 def paired_rates(cases: dict[str, Case], repeats: int, desc: str) -> dict[str, float]:
@@ -138,11 +142,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--async-envs", type=int, nargs="*", default=[16, 64])
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--csv", type=Path, help="also write the per-configuration table here")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.quick:
         args.num_envs, args.threads, args.repeats, args.async_envs = [256], [len(os.sched_getaffinity(0))], 3, []
-    results = []
+    results, rows = [], []
     for n in args.num_envs:
         for threads in args.threads:
             c = Case(n, threads, steps=max(4, 4096 // n))
@@ -151,11 +156,22 @@ def main() -> None:
                                       desc=f"{n} envs x {threads} thr")
             l_cpu = threads * rates["r1"] / SUBSTEPS
             results.append((n, threads, rates, l_cpu))
-            phys = c.physics_rate() / (threads * rates["r1"])
+            share = c.physics_share()
+            # The backend's substeps/s inside e2e = e2e x substeps / share; against threads x r1:
+            phys = rates["e2e"] * SUBSTEPS / share / (threads * rates["r1"])
             print(f"num_envs={n:5d} threads={threads}: e2e {rates['e2e']:9,.0f} env-steps/s | r1 {rates['r1']:8,.0f} "
-                  f"steps/s | L_cpu {l_cpu:9,.0f} | physics in e2e/(threads x r1) {phys:.3f}"
-                  f" | e2e/L_cpu {rates['e2e'] / l_cpu:.3f} | replays bit-exact {c.exact[0]}/{c.exact[1]}", flush=True)
+                  f"steps/s | L_cpu {l_cpu:9,.0f} | physics share of e2e {share:.3f} | physics/(threads x r1) "
+                  f"{phys:.3f} | e2e/L_cpu {rates['e2e'] / l_cpu:.3f} | replays bit-exact {c.exact[0]}/{c.exact[1]}",
+                  flush=True)
+            rows.append({"num_envs": n, "threads": threads, "env_steps_per_s": round(rates["e2e"]),
+                         "r1": round(rates["r1"]), "physics_share": round(share, 3),
+                         "physics_vs_limit": round(phys, 3), "e2e_vs_L_cpu": round(rates["e2e"] / l_cpu, 3)})
             c.env.close()
+    if args.csv is not None:
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
     best = max(results, key=lambda r: r[2]["e2e"])
     for n in args.async_envs:
         rate = async_rate(n, steps=20, repeats=max(2, args.repeats // 2))
