@@ -326,11 +326,17 @@ class CpuBackend(SceneBackend, GeometryWrites):
                 for g, (glob, rows) in enumerate(self._group_selection(env_ids)):
                     self._group_views[name][g][rows] = view[glob]
 
-    def _gather_outputs(self, env_ids: np.ndarray | None = None) -> None:
-        """Copy every bound field from the groups into the global views: every env, or only `env_ids`."""
+    def _gather_outputs(self, env_ids: np.ndarray | None = None, *, inputs: bool = True) -> None:
+        """Copy the bound fields from the groups into the global views: every env, or only `env_ids`.
+
+        inputs=False skips the input fields: a step reads them and leaves them as they were, so
+        after a step the global views already hold them.
+        """
         if self._direct:
             return
         for name, view in self._views.items():
+            if not inputs and name in INPUT_FIELDS:
+                continue
             for g, (glob, rows) in enumerate(self._group_selection(env_ids)):
                 view[glob] = self._group_views[name][g][rows]
 
@@ -354,7 +360,7 @@ class CpuBackend(SceneBackend, GeometryWrites):
                 group.batch.step(nstep=nstep)
             except RuntimeError as error:  # one sim failed; the others in the group still ran
                 errors.append(str(error))
-        self._gather_outputs()
+        self._gather_outputs(inputs=False)
         expected = time_before + nstep * self._timestep
         failed = np.abs(self._views["time"] - expected) > 0.5 * self._timestep
         failed |= (self._views["warning"][:, _DIVERGENCE_WARNINGS, 0] > warn_before).any(axis=1)
