@@ -59,7 +59,9 @@ def test_three_topologies_step_like_each_variant_alone(table: bool) -> None:
         return make_scene(v, table=table)
 
     be = _backend(9, 18, make=make)
-    assert be.num_groups == 3
+    # box+box and capsule+box share one group (a slot's type is a per-variant row); box alone
+    # has one geom fewer and gets its own.
+    assert be.num_groups == 2
     oracle = Oracle(be.variant_of_env, make=make)
     rng = np.random.default_rng(1)
     for _ in range(150):
@@ -283,3 +285,15 @@ def test_reset_to_the_current_state_keeps_it(num_variants: int) -> None:
         be.step(2)
         oracle.step(np.zeros((9, 2)), 2)
     np.testing.assert_array_equal(be.qpos, oracle.qpos())
+
+
+def test_geom_types_are_each_envs_own_variant_types() -> None:
+    """box+box and capsule+box share a group; each env reports its own variant's slot types."""
+    be = _backend(9, 9, make=make_scene)
+    types = be.geom_types
+    for i, v in enumerate(be.variant_of_env):
+        alone = make_scene(int(v)).compile()
+        for j in range(be.model.ngeom):
+            name = be.model.geom(j).name
+            expected = int(alone.geom(name).type[0]) if name in {alone.geom(k).name for k in range(alone.ngeom)} else -1
+            assert types[i, j] == expected, (i, name)

@@ -654,3 +654,14 @@ def test_importing_the_package_does_not_import_warp() -> None:
             "bad = [m for m in ('warp', 'mujoco_warp', 'mjvec.backends.warp') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_geom_types_are_each_envs_own_variant_types() -> None:
+    be = _backend("warp", 9, 9)
+    types = be.geom_types
+    for i, v in enumerate(be.variant_of_env):
+        alone = make_scene(int(v)).compile()
+        names = {alone.geom(k).name for k in range(alone.ngeom)}
+        for j in range(be.model.ngeom):
+            name = be.model.geom(j).name
+            assert types[i, j] == (int(alone.geom(name).type[0]) if name in names else -1), (i, name)

@@ -21,28 +21,35 @@ GEOMETRY_FIELDS = frozenset({"geom_size", "geom_pos"})
 
 
 class GeometryWrites:
-    """Needs the host's `_plans`, `_geom_local`, `_group_of_env`, `_model`, `_bvh_margin`,
+    """Needs the host's `_plans`, `_geom_local`, `_group_of_env`, `_local_of_env`, `_model`, `_bvh_margin`,
     `_field_rows(g, name)` and `_field_array(g, name)` (see CpuBackend)."""
 
     _plans: list[Any]
     _geom_local: list[np.ndarray]
     _group_of_env: np.ndarray
+    _local_of_env: np.ndarray
     _model: mujoco.MjModel
     _bvh_margin: float
 
     def _check_sizes(self, write: FieldWrite, ids: np.ndarray, values: np.ndarray) -> None:
         """geom_size writes: primitive geoms only (mesh shapes are assets), sizes positive."""
         slots = np.arange(self._model.ngeom) if write.index is None else write.index
-        for g in np.unique(self._group_of_env[ids]):
+        groups = self._group_of_env[ids]
+        for g in np.unique(groups):
             model = self._plans[int(g)].pack.model
             local = self._geom_local[int(g)][slots]
-            bad = [int(j) for j in local[local >= 0] if int(model.geom_type[j]) not in G.PRIMITIVES]
+            local = local[local >= 0]
+            # A slot's type is a per-variant row (a group may mix types): check each env's own.
+            rows = self._local_of_env[ids[groups == g]]
+            types = np.asarray(self._field_rows(int(g), "geom_type"))[rows][:, local]
+            bad = sorted({int(local[c]) for c in np.flatnonzero(~np.isin(types, list(G.PRIMITIVES)).any(axis=0))})
             if bad:
                 names = sorted({model.geom(j).name for j in bad})
+                kinds = sorted({mujoco.mjtGeom(int(t)).name for t in types.ravel() if int(t) not in G.PRIMITIVES})
                 raise FieldWriteError(
-                    f"geom_size of geoms {names} cannot be written: they are meshes (type "
-                    f"{[mujoco.mjtGeom(int(model.geom_type[j])).name for j in bad][:4]}), whose shape is a shared "
-                    "asset; randomize primitive geoms only (e.g. tool_geometry='primitive')"
+                    f"geom_size of geoms {names} cannot be written: they are meshes (type {kinds[:4]}) in some "
+                    "of these envs, whose shape is a shared asset; randomize primitive geoms only "
+                    "(e.g. tool_geometry='primitive')"
                 )
         if (values[..., 0] <= 0).any() or (values < 0).any():
             raise FieldWriteError("FieldWrite('geom_size').values must be positive (first component > 0, none < 0)")
@@ -57,7 +64,8 @@ class GeometryWrites:
             model = self._plans[g].pack.model
             if field == "geom_size":
                 size = self._field_rows(g, "geom_size")[rows][:, geoms]
-                rbound, aabb = G.primitive_bounds(model.geom_type[geoms], size)
+                types = np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms]
+                rbound, aabb = G.primitive_bounds(types, size)
                 for name, new in (("geom_rbound", rbound), ("geom_aabb", aabb)):
                     target = self._field_array(g, name)
                     undo.append((target, rows, target[rows].copy()))

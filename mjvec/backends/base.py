@@ -273,6 +273,11 @@ class Backend(Protocol):
     def variant_of_env(self) -> np.ndarray: ...
 
     @property
+    def geom_types(self) -> np.ndarray:
+        """(num_envs, ngeom) int: each env's own mjtGeom type of canonical slot j, -1 where absent."""
+        ...
+
+    @property
     def capabilities(self) -> Capabilities: ...
 
     def defaults(self, field_name: str) -> np.ndarray:

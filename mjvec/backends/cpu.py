@@ -208,6 +208,19 @@ class CpuBackend(SceneBackend, GeometryWrites):
         return out
 
     @property
+    def geom_types(self) -> np.ndarray:
+        """(num_envs, ngeom) int: the mjtGeom type of canonical slot j in env i's variant, -1 if absent.
+
+        A slot's type may differ between the variants of one group (see `_cpu_build.topology_key`).
+        """
+        out = np.full((self.num_envs, self._model.ngeom), -1, np.int64)
+        for g, plan in enumerate(self._plans):
+            local = self._geom_local[g]
+            types = np.asarray(self._field_rows(g, "geom_type"))
+            out[np.ix_(plan.env_ids, np.flatnonzero(local >= 0))] = types[:, local[local >= 0]]
+        return out
+
+    @property
     def geom_present(self) -> np.ndarray:
         """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
 

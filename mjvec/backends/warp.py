@@ -147,6 +147,15 @@ class WarpBackend(SceneBackend):
         return tuple((g.m, g.d, g.env_ids) for g in self._groups)
 
     @property
+    def geom_types(self) -> np.ndarray:
+        """(num_envs, ngeom) int: the mjtGeom type of canonical slot j in env i's variant, -1 if absent."""
+        out = np.full((self.num_envs, self._model.ngeom), -1, np.int64)
+        for group in self._groups:
+            have = np.flatnonzero(group.geom_map >= 0)
+            out[np.ix_(group.env_ids, have)] = group.pack.model.geom_type[group.geom_map[have]]
+        return out
+
+    @property
     def geom_present(self) -> np.ndarray:
         """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
 

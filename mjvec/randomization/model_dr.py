@@ -121,9 +121,12 @@ class DomainRandomization(VectorWrapper):
         if term.kind != "geom_size":
             return
         model = self._backend.model
-        mesh = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, int(g)) for g in self._index[term.name]
-                if model.geom_type[g] in (mujoco.mjtGeom.mjGEOM_MESH, mujoco.mjtGeom.mjGEOM_SDF,
-                                          mujoco.mjtGeom.mjGEOM_HFIELD, mujoco.mjtGeom.mjGEOM_PLANE)]
+        # Every env's own variant: a slot may be a box in one tool and a mesh in another.
+        types = self._backend.geom_types[:, self._index[term.name]]
+        fixed = [mujoco.mjtGeom.mjGEOM_MESH, mujoco.mjtGeom.mjGEOM_SDF, mujoco.mjtGeom.mjGEOM_HFIELD,
+                 mujoco.mjtGeom.mjGEOM_PLANE]
+        mesh = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, int(g))
+                for g, column in zip(self._index[term.name], types.T, strict=True) if np.isin(column, fixed).any()]
         if mesh:
             raise ConfigError(
                 f"term {term.name!r} (geom_size): targets {mesh} are mesh/plane/hfield geoms, whose shape cannot "
