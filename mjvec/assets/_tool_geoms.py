@@ -1,13 +1,10 @@
 """Geoms of one tool inside an MjsBody, as primitives or as convex meshes.
 
-Slot contract (what lets `mjbatch.VariantPack` batch tools): every tool adds the geoms
-`{prefix}_handle` and `{prefix}_head`; in mesh mode a real part uses the mesh `{prefix}_handle_mesh` /
-`{prefix}_head_mesh`. A tool without a head fills its head slot with an empty geom: a massless,
-non-colliding, hidden point box at the handle centre, so all tools have the same geom slots (the
-CPU backend then batches the whole catalog as one group; a slot's type is a per-variant row).
-Names, types, contact bits, friction, group and rgba depend only on the topology and on the
-arguments, never on the tool's sizes; only sizes, poses and mesh vertices (hence masses and
-inertias) vary from tool to tool.
+Slot contract (what lets `mjbatch.VariantPack` batch tools of one topology class): a tool adds the
+geom `{prefix}_handle` and, if it has a head, `{prefix}_head`; in mesh mode each uses the mesh
+`{prefix}_handle_mesh` / `{prefix}_head_mesh`. Names, types, contact bits, friction, group and rgba
+depend only on the topology and on the arguments, never on the tool's sizes; only sizes, poses and
+mesh vertices (hence masses and inertias) vary from tool to tool.
 """
 
 from __future__ import annotations
@@ -30,9 +27,6 @@ CAPSULE_RINGS = 4
 # lighter than the analytic mass; this bounds that relative deficit over the catalog (tested; the
 # worst tool, a short thick handle, is about 3% light at this resolution).
 MESH_CAPSULE_MASS_RTOL = 0.04
-
-# The empty head slot of a headless tool: a box this small (half-size, m), fully transparent.
-EMPTY_SLOT_HALF_SIZE = 1e-4
 
 _CAPSULE_X_QUAT = (np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0)  # turns MuJoCo's capsule axis z onto x
 
@@ -144,20 +138,4 @@ def add_tool_geoms(
         geoms.append(
             _add_part(spec, body, f"{prefix}_head", verts, head, float(tool.head_density), TOOL_RGBA[1], ghost=ghost)
         )
-    else:
-        geoms.append(_add_empty_slot(body, f"{prefix}_head", ghost=ghost))
     return geoms
-
-
-def _add_empty_slot(body: mujoco.MjsBody, name: str, *, ghost: bool) -> mujoco.MjsGeom:
-    """A geom that only holds a slot: no mass, no contacts, invisible.
-
-    Everything a VariantPack shares across variants (friction, group, condim, ...) is styled like a
-    real part; only per-variant rows (type, size, contact bits, rgba, mass) make it empty.
-    """
-    geom = body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, size=[EMPTY_SLOT_HALF_SIZE] * 3,
-                         pos=[0.0, 0.0, 0.0], density=0.0)
-    _style(geom, TOOL_RGBA[1], ghost=ghost)
-    geom.contype, geom.conaffinity = 0, 0
-    geom.rgba = [0.0, 0.0, 0.0, 0.0]
-    return geom

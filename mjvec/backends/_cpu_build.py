@@ -17,15 +17,18 @@ log = logging.getLogger(__name__)
 
 
 def topology_key(model: mujoco.MjModel) -> tuple:
-    """Variants batch together iff they have the same geom slots (count and names).
+    """Variants batch together iff they have the same geom slots (count and names) and the same
+    compiled body/dof structure.
 
-    A slot's type may differ between variants: geom_type, contype/conaffinity, size, dataid and
-    the rest of a geom's collision description are per-variant rows in a VariantPack, and the
-    collision dispatch reads them per sim (tested bit-exact against each variant alone, with a
-    capsule and a box in one slot). Fewer groups: fewer pool dispatches per step, less copying.
+    A slot's type may differ between variants: geom_type, contact bits, size, pose and dataid are
+    per-variant rows of a VariantPack (tested bit-exact against each variant alone with a capsule
+    and a box in one slot). The compiler's structure flags are not per-variant rows, and a variant
+    computed under another's (e.g. a body whose inertial frame is its own frame, which MuJoCo
+    treats as "simple") is right only to rounding, so they are part of the key.
     """
     names = tuple(model.geom(i).name for i in range(model.ngeom))
-    return (model.ngeom, model.nbody, model.nq, names)
+    structure = (model.body_simple, model.body_sameframe, model.dof_simplenum, model.body_bvhnum)
+    return (model.ngeom, model.nbody, model.nq, names, *(a.tobytes() for a in structure))
 
 
 def _bvh_roots(model: mujoco.MjModel) -> np.ndarray:
