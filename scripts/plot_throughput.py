@@ -26,7 +26,7 @@ for threads, color in (("1", "C0"), ("2", "C1")):
            label=f"backend physics / (threads x r1), {threads} thr")
 a.set(xscale="log", xlabel="num_envs", ylabel="env-steps/s", title="throughput, 600 tools, paper randomization")
 b.axhline(0.85, color="gray", lw=1, ls="--", label="target 0.85")
-b.set(xscale="log", xlabel="num_envs", ylabel="ratio", ylim=(0, 1.2), title="efficiency vs the physics limit")
+b.set(xscale="log", xlabel="num_envs", ylabel="ratio", ylim=(0, 1.3), title="efficiency vs the physics limit")
 for ax in (a, b):
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
