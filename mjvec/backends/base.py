@@ -346,11 +346,14 @@ def validate_env_ids(env_ids: Any, num_envs: int, *, what: str = "env_ids") -> n
         raise FieldWriteError(
             f"{what} {ids[out][:8].tolist()} out of range; allowed is [0, {num_envs}). Use local ids."
         )
-    uniq, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise FieldWriteError(
-            f"{what} has duplicates {uniq[counts > 1][:8].tolist()}; each env may appear once per write"
-        )
+    # Strictly increasing ids (the common case) are unique without a sort.
+    if ids.size > 1 and not (ids[1:] > ids[:-1]).all():
+        ordered = np.sort(ids)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size:
+            raise FieldWriteError(
+                f"{what} has duplicates {np.unique(repeated)[:8].tolist()}; each env may appear once per write"
+            )
     return ids
 
 
