@@ -136,19 +136,22 @@ class EnvRandom:
         u = u.reshape(-1, *shape)
         return np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
 
-    def normal(self, env_ids: np.ndarray, stream: str, shape: tuple[int, ...] = ()) -> np.ndarray:
-        """(K, *shape) float64 standard normal: Box-Muller, both outputs of each pair.
+    def normal(self, env_ids: np.ndarray, stream: str, shape: tuple[int, ...] = (),
+               dtype: type = np.float64) -> np.ndarray:
+        """(K, *shape) standard normal: Box-Muller, both outputs of each pair.
 
         Each 64-bit word gives two 32-bit uniforms (u1 in (0, 1], u2 in [0, 1)) and so two
         normals, r cos(2 pi u2) and r sin(2 pi u2) with r = sqrt(-2 ln u1). The 32-bit u1 bounds
-        |z| by sqrt(64 ln 2) (about 6.7 sigma), far in the tail for simulation noise.
+        |z| by sqrt(64 ln 2) (about 6.7 sigma), far in the tail for simulation noise. dtype
+        np.float32 computes the transforms in single precision (for float32 observation noise).
         """
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         pairs = (n + 1) // 2
         w = self.bits(env_ids, stream, pairs)
-        u1 = ((w >> np.uint64(32)).astype(np.float64) + 1.0) * _TWO_POW_M32
-        angle = (w & np.uint64(0xFFFFFFFF)).astype(np.float64) * (2.0 * np.pi * _TWO_POW_M32)
-        r = np.sqrt(-2.0 * np.log(u1))
+        scale = dtype(_TWO_POW_M32)
+        u1 = ((w >> np.uint64(32)).astype(dtype) + dtype(1.0)) * scale
+        angle = (w & np.uint64(0xFFFFFFFF)).astype(dtype) * (dtype(2.0 * np.pi) * scale)
+        r = np.sqrt(dtype(-2.0) * np.log(u1))
         z = np.concatenate([r * np.cos(angle), r * np.sin(angle)], axis=1)[:, :n]
         return z.reshape(-1, *shape)
 
@@ -158,8 +161,18 @@ class EnvRandom:
         """(K, *shape) int64 uniform in [low, high)."""
         if high <= low:
             raise ConfigError(f"integers needs high > low, got low={low}, high={high}")
+        span = high - low
+        if span <= 1 << 11:
+            # floor(u * span) with u = the word's top 53 bits / 2^53, in exact integer arithmetic
+            # (the product stays below 2^64): the float path's numbers in fewer passes.
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            w = self.bits(env_ids, stream, n)
+            w >>= np.uint64(11)
+            w *= np.uint64(span)
+            w >>= np.uint64(53)
+            return (w.astype(np.int64) + low).reshape(-1, *shape)
         u = self.uniform(env_ids, stream, 0.0, 1.0, shape)
-        return np.minimum(low + np.floor(u * (high - low)).astype(np.int64), high - 1)
+        return np.minimum(low + np.floor(u * span).astype(np.int64), high - 1)
 
     def quaternion(self, env_ids: np.ndarray, stream: str) -> np.ndarray:
         """(K, 4) uniformly random unit quaternions, wxyz (Shoemake's method)."""

@@ -192,3 +192,21 @@ def test_single_env_entry_point_runs_with_the_paper_preset() -> None:
     assert obs.shape == (140,) and np.isfinite(obs).all() and isinstance(reward, float)
     with pytest.raises(ConfigError, match="SingleEnv wraps an MjVecEnv"):
         SingleEnv(gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))
+
+
+def test_pose_noise_rotation_equals_mujoco_axis_angle_times_quat() -> None:
+    """object_dr's written-out product == mju_axisAngle2Quat(axis / |axis|, 2 half) * q (mju_mulQuat)."""
+    import mujoco
+
+    from mjvec.randomization.object_dr import _rotate_by_axis_angle
+
+    rng = np.random.default_rng(3)
+    axis, half = rng.normal(size=(50, 3)), rng.uniform(-0.5, 0.5, 50)
+    quat = rng.normal(size=(50, 4))
+    quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+    got = _rotate_by_axis_angle(axis, half, quat)
+    for i in range(50):
+        dq, out = np.zeros(4), np.zeros(4)
+        mujoco.mju_axisAngle2Quat(dq, axis[i] / np.linalg.norm(axis[i]), 2 * half[i])
+        mujoco.mju_mulQuat(out, dq, quat[i])
+        np.testing.assert_allclose(got[i], out, atol=1e-14)

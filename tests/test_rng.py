@@ -53,10 +53,12 @@ def test_streams_and_seeds_differ():
 
 
 @pytest.mark.parametrize("width", [1, 6, 29])
-def test_normal_distribution(width):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_normal_distribution(width, dtype):
     r = EnvRandom(np.arange(N_ENVS), 11)
-    z = np.concatenate([r.normal(np.arange(N_ENVS), "n", (width,)) for _ in range(max(1, 60 // width))], axis=0)
-    assert z.shape[1:] == (width,)
+    z = np.concatenate([r.normal(np.arange(N_ENVS), "n", (width,), dtype=dtype) for _ in range(max(1, 60 // width))])
+    assert z.shape[1:] == (width,) and z.dtype == dtype
+    z = z.astype(np.float64)
     assert np.isfinite(z).all() and np.abs(z).max() < math.sqrt(64 * math.log(2)) + 1e-9
     assert abs(z.mean()) < 0.01 and abs(z.std() - 1.0) < 0.01
     assert abs((z ** 4).mean() - 3.0) < 0.1  # kurtosis of a normal
@@ -74,6 +76,13 @@ def test_uniform_and_integers_distribution():
     assert _ks_distance(u, lambda x: (x + 2.0) / 5.0) < 0.005
     k = r.integers(np.arange(N_ENVS), "k", 0, 3, (50,))
     np.testing.assert_allclose(np.bincount(k.ravel(), minlength=3) / k.size, 1 / 3, atol=0.01)
+    # Small spans use exact integer arithmetic: the same numbers as floor(u * span) on the same words.
+    a, b = EnvRandom(np.arange(64), 9), EnvRandom(np.arange(64), 9)
+    ints = a.integers(np.arange(64), "i", -3, 7, (5,))
+    u = b.uniform(np.arange(64), "i", 0.0, 1.0, (5,))
+    np.testing.assert_array_equal(ints, -3 + np.floor(u * 10).astype(np.int64))
+    big = r.integers(np.arange(N_ENVS), "big", 0, 10_000, (10,))  # the float path
+    assert big.min() >= 0 and big.max() < 10_000 and abs(big.mean() - 4999.5) < 60
     with pytest.raises(ConfigError, match="integers needs high > low"):
         r.integers(np.arange(2), "k", 3, 3)
 

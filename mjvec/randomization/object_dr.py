@@ -15,21 +15,20 @@ from mjvec.errors import ConfigError
 from mjvec.randomization.perception import _check_delay, _DelayQueue, _need, _ResetMarks
 
 
-def _axis_angle_quat(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """(K, 4) wxyz quaternions of rotations by `angle` (K,) about unit `axis` (K, 3)."""
-    half = 0.5 * angle
-    return np.concatenate([np.cos(half)[:, None], axis * np.sin(half)[:, None]], axis=1)
+def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) -> np.ndarray:
+    """(K, 4) wxyz: the rotation by angle 2 * half (K,) about unnormalized axis (K, 3), times quat (K, 4).
 
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=1)
+    The Hamilton product (cos h, sin h * n) * q with n = axis / |axis|, written out on columns.
+    """
+    s = np.sin(half) / np.maximum(np.sqrt(np.einsum("ij,ij->i", axis, axis)), 1e-12)
+    aw, ax, ay, az = np.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
+    bw, bx, by, bz = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    out = np.empty_like(quat)
+    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 class ObjectPoseLatency(VectorWrapper):
@@ -60,9 +59,8 @@ class ObjectPoseLatency(VectorWrapper):
         # One draw of 6 normals: 3 for the position noise, 3 for a uniformly random axis.
         z = rng.normal(ids, "dr/pose_noise", (6,))
         pos = pose[:, :3] + self._pos_std * z[:, :3]
-        axis = z[:, 3:] / np.maximum(np.linalg.norm(z[:, 3:], axis=1, keepdims=True), 1e-12)
-        angle = rng.uniform(ids, "dr/pose_rot_angle", -self._rot, self._rot)
-        return pos, _quat_mul(_axis_angle_quat(axis, angle), pose[:, 3:])
+        half = rng.uniform(ids, "dr/pose_rot_angle", -0.5 * self._rot, 0.5 * self._rot)  # half the angle
+        return pos, _rotate_by_axis_angle(z[:, 3:], half, pose[:, 3:])
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""

@@ -120,8 +120,9 @@ class ObservationNoise(VectorWrapper):
     def _transform(self, obs: Any, stepped: bool) -> Any:
         policy = _policy(obs).copy()
         width = self._slice.stop - self._slice.start
-        noise = self._std * self._base.rng.normal(self._ids, self._stream, (width,))
-        policy[:, self._slice] += noise.astype(policy.dtype)
+        noise = self._base.rng.normal(self._ids, self._stream, (width,), dtype=policy.dtype.type)
+        noise *= policy.dtype.type(self._std)
+        policy[:, self._slice] += noise
         return _with_policy(obs, policy)
 
 
