@@ -665,3 +665,14 @@ def test_geom_types_are_each_envs_own_variant_types() -> None:
         for j in range(be.model.ngeom):
             name = be.model.geom(j).name
             assert types[i, j] == (int(alone.geom(name).type[0]) if name in names else -1), (i, name)
+
+
+def test_check_writes_validates_like_write_fields_and_writes_nothing() -> None:
+    be = _backend("warp", 3, 3)
+    before = be.field_values("body_mass").copy()
+    with pytest.raises(FieldWriteError, match="duplicates"):
+        be.check_writes([FieldWrite("body_mass", np.array([1, 1]), np.array([3]), np.ones((2, 1)))])
+    with pytest.raises(CapabilityError, match="'geom_size' is not writable on the 'warp' backend"):
+        be.check_writes([FieldWrite("geom_size", np.array([0]), np.array([0]), np.ones((1, 1, 3)))])
+    be.check_writes([FieldWrite("body_mass", np.array([0, 2]), np.array([3]), np.full((2, 1), 2.0))])
+    np.testing.assert_array_equal(be.field_values("body_mass"), before)

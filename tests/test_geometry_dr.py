@@ -107,8 +107,13 @@ def test_table_height_term_on_simtoolreal_moves_the_table_per_env() -> None:
     for _ in range(20):
         obs, *_ = env.step(np.zeros((4, 29)))
     assert np.isfinite(obs).all()
-    with pytest.raises(FieldWriteError, match="bvh_margin"):
-        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, randomization=[table_height()]).reset(seed=0)
+    # Without the margin the term is refused at construction: both ends of its range are dry-run.
+    with pytest.raises(ConfigError, match=r"term 'table_height' \(geom_pos\) at its range end -0.01: .*bvh_margin"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, randomization=[table_height()])
+    with pytest.raises(ConfigError, match="a gaussian draw is unbounded"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, bvh_margin=0.05,
+                     randomization=[EventTerm("geom_height", 0.0, 0.001, targets=("table",), operation="add",
+                                              distribution="gaussian")])
 
 
 def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
@@ -129,3 +134,19 @@ def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
     warp_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, backend="warp", device="cpu", randomization=None)
     with pytest.raises(CapabilityError, match="'geom_size' is not writable on the 'warp' backend"):
         DomainRandomization(warp_env, (term,))
+
+
+def test_check_writes_raises_like_write_fields_and_writes_nothing() -> None:
+    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, bvh_margin=0.02, progress=False)
+    table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
+    before = be.field_values("geom_pos").copy()
+    ok = FieldWrite("geom_pos", np.arange(9), np.array([table]), be.defaults("geom_pos")[:, [table]] + [0, 0, 0.015])
+    far = FieldWrite("geom_pos", np.arange(9), np.array([table]), be.defaults("geom_pos")[:, [table]] + [0, 0, 0.05])
+    be.check_writes([ok])
+    with pytest.raises(FieldWriteError, match=r"'table' .* outside its body's collision BVH"):
+        be.check_writes([far])
+    with pytest.raises(FieldWriteError, match=r"'table' .* outside its body's collision BVH"):
+        be.write_fields([far])
+    np.testing.assert_array_equal(be.field_values("geom_pos"), before)  # the dry runs wrote nothing
+    be.write_fields([ok])
+    np.testing.assert_array_equal(be.field_values("geom_pos")[:, table], ok.values[:, 0])

@@ -61,7 +61,6 @@ class GeometryWrites:
         far it reaches outside its body's collision BVH, and the bvh_margin that would fit it.
         """
         for field, g, rows, geoms in geometry:
-            model = self._plans[g].pack.model
             if field == "geom_size":
                 size = self._field_rows(g, "geom_size")[rows][:, geoms]
                 types = np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms]
@@ -70,21 +69,37 @@ class GeometryWrites:
                     target = self._field_array(g, name)
                     undo.append((target, rows, target[rows].copy()))
                     target[rows[:, None], geoms[None, :]] = new
-            for j in geoms.tolist():
-                body = int(model.geom_bodyid[j])
-                lo, hi = G.box_in_inertial_frame(
-                    self._field_rows(g, "geom_aabb")[rows, j], self._field_rows(g, "geom_pos")[rows, j],
-                    self._field_rows(g, "geom_quat")[rows, j], self._field_rows(g, "body_ipos")[rows, body],
-                    self._field_rows(g, "body_iquat")[rows, body],
-                )
-                over = G.outside_boxes(lo, hi, G.bvh_path_boxes(model, j))
-                if (over > 1e-9).any():
-                    envs = self._plans[g].env_ids[rows[over > 1e-9]]
-                    raise FieldWriteError(
-                        f"{field} write puts geom {model.geom(j).name!r} in envs {envs[:8].tolist()} up to "
-                        f"{over.max():.4f} m outside its body's collision BVH, where it would silently lose "
-                        f"contacts (mjbatch-uni cannot rebuild BVHs per env). Build the backend with "
-                        f"bvh_margin >= {self._bvh_margin + over.max():.3f} (make_vec(..., bvh_margin=...)) "
-                        "or narrow the range"
-                    )
+            self._check_reach(field, g, rows, geoms, self._field_rows(g, "geom_aabb")[rows][:, geoms],
+                              self._field_rows(g, "geom_pos")[rows][:, geoms])
 
+    def _dry_check_geometry(self, field: str, g: int, rows: np.ndarray, geoms: np.ndarray, vals: np.ndarray) -> None:
+        """The reach check of a geom_size / geom_pos write of `vals` (K, M, 3), without writing anything."""
+        if field == "geom_size":
+            types = np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms]
+            aabb = G.primitive_bounds(types, vals)[1]
+            pos = self._field_rows(g, "geom_pos")[rows][:, geoms]
+        else:
+            aabb, pos = self._field_rows(g, "geom_aabb")[rows][:, geoms], vals
+        self._check_reach(field, g, rows, geoms, aabb, pos)
+
+    def _check_reach(self, field: str, g: int, rows: np.ndarray, geoms: np.ndarray, aabb: np.ndarray,
+                     pos: np.ndarray) -> None:
+        """Raise FieldWriteError if geoms (M,) of group rows (K,), with these aabb (K, M, 6) and
+        pos (K, M, 3), reach outside their body's collision BVH."""
+        model = self._plans[g].pack.model
+        for c, j in enumerate(geoms.tolist()):
+            body = int(model.geom_bodyid[j])
+            lo, hi = G.box_in_inertial_frame(
+                aabb[:, c], pos[:, c], self._field_rows(g, "geom_quat")[rows, j],
+                self._field_rows(g, "body_ipos")[rows, body], self._field_rows(g, "body_iquat")[rows, body],
+            )
+            over = G.outside_boxes(lo, hi, G.bvh_path_boxes(model, j))
+            if (over > 1e-9).any():
+                envs = self._plans[g].env_ids[rows[over > 1e-9]]
+                raise FieldWriteError(
+                    f"{field} write puts geom {model.geom(j).name!r} in envs {envs[:8].tolist()} up to "
+                    f"{over.max():.4f} m outside its body's collision BVH, where it would silently lose "
+                    f"contacts (mjbatch-uni cannot rebuild BVHs per env). Build the backend with "
+                    f"bvh_margin >= {self._bvh_margin + over.max():.3f} (make_vec(..., bvh_margin=...)) "
+                    "or narrow the range"
+                )

@@ -288,6 +288,10 @@ class Backend(Protocol):
         """A copy (K, *tail) of the current values of a declared field for env_ids (all if None)."""
         ...
 
+    def check_writes(self, writes: Sequence[FieldWrite]) -> None:
+        """Raise what `write_fields` would for each of these writes on its own; write nothing."""
+        ...
+
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         """Validate all writes, apply all, then ONE recompute for the touched envs."""
         ...

@@ -243,8 +243,20 @@ class CpuBackend(SceneBackend, GeometryWrites):
         ids = None if env_ids is None else validate_env_ids(env_ids, self.num_envs)
         return self._gather_field(field_name, ids)
 
-    def write_fields(self, writes: Sequence[FieldWrite]) -> None:
+    def check_writes(self, writes: Sequence[FieldWrite]) -> None:
+        """Raise exactly what `write_fields(writes)` would for each write on its own; write nothing."""
         self._check_open()
+        for write, ids, values in self._validated(writes):
+            if write.field not in GEOMETRY_FIELDS:
+                continue
+            groups = self._group_of_env[ids]
+            for g in np.unique(groups):
+                rows = self._local_of_env[ids[groups == g]]
+                index, vals = self._local_index(int(g), write.field, write.index, values[groups == g])
+                geoms = np.arange(vals.shape[1]) if index is None else index
+                self._dry_check_geometry(write.field, int(g), rows, geoms, vals)
+
+    def _validated(self, writes: Sequence[FieldWrite]) -> list[tuple[FieldWrite, np.ndarray, np.ndarray]]:
         checked = []
         for write in writes:
             spec = self._capabilities.require(write.field)
@@ -252,6 +264,11 @@ class CpuBackend(SceneBackend, GeometryWrites):
         for write, ids, values in checked:
             if write.field == "geom_size":
                 self._check_sizes(write, ids, values)
+        return checked
+
+    def write_fields(self, writes: Sequence[FieldWrite]) -> None:
+        self._check_open()
+        checked = self._validated(writes)
         undo: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         touched = np.zeros(self.num_envs, bool)
         geometry: list[tuple[str, int, np.ndarray, np.ndarray]] = []

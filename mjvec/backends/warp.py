@@ -191,6 +191,12 @@ class WarpBackend(SceneBackend):
         self._check_open()
         return self._gather_field(name)
 
+    def check_writes(self, writes: Sequence[FieldWrite]) -> None:
+        """Raise what `write_fields(writes)` would for each write; write nothing (no geometry fields here)."""
+        self._check_open()
+        for write in writes:
+            check_write(write, self._capabilities.require(write.field), self.num_envs)
+
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
         checked = []

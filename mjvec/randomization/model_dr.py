@@ -24,8 +24,8 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.backends.base import FieldWrite
-from mjvec.errors import ConfigError, allowed
-from mjvec.randomization.terms import EventTerm, coupled_fields, term_values
+from mjvec.errors import ConfigError, FieldWriteError, allowed
+from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
 
 _OBJ = {
     "body": mujoco.mjtObj.mjOBJ_BODY,
@@ -104,6 +104,7 @@ class DomainRandomization(VectorWrapper):
             self._index[term.name] = resolve_targets(self._backend.model, term)
             self._check_add_keeps_mass_positive(term)
             self._check_primitive(term)
+            self._check_geometry_reach(term)
         n = self._backend.num_envs
         self.dr_params: dict[str, np.ndarray] = {}
         self._timers = np.full((len(self._terms), n), np.inf)
@@ -132,6 +133,27 @@ class DomainRandomization(VectorWrapper):
                 f"term {term.name!r} (geom_size): targets {mesh} are mesh/plane/hfield geoms, whose shape cannot "
                 "be resized per env; target primitive geoms (box, capsule, ...) or use tool_geometry='primitive'"
             )
+
+    def _check_geometry_reach(self, term: EventTerm) -> None:
+        """A geometry term must fit the backend's geometry limits (collision BVHs) at both ends of
+        its range, in every env, before the first step: the backend dry-runs those writes."""
+        if term.kind not in ("geom_size", "geom_height"):
+            return
+        if term.distribution == "gaussian":
+            raise ConfigError(
+                f"term {term.name!r} ({term.field}): a gaussian draw is unbounded, so some reset could move a "
+                "geom beyond any collision-BVH margin; use distribution='uniform' or 'log_uniform'"
+            )
+        be, index = self._backend, self._index[term.name]
+        ids = np.arange(be.num_envs)
+        values = {f: be.defaults(f) for f in coupled_fields(term)}
+        for end in (term.low, term.high):
+            draw = np.full((ids.size, *draw_shape(term, index)), float(end))
+            writes = [FieldWrite(f, ids, index, new) for f, new in values_from_draw(values, values, term, index, draw)]
+            try:
+                be.check_writes(writes)
+            except FieldWriteError as error:
+                raise ConfigError(f"term {term.name!r} ({term.field}) at its range end {end}: {error}") from error
 
     def _check_add_keeps_mass_positive(self, term: EventTerm) -> None:
         if term.kind != "body_mass" or term.operation != "add":

@@ -159,16 +159,33 @@ def term_values(
     New values are (K, M, ...) at `index` (the resolved target ids), or (K, 3) for gravity.
     draws: (K, M) or (K, M, C) or (K, 3), the raw samples, for `dr_params`.
     """
+    draw = sample(rng, env_ids, term, draw_shape(term, index))
+    return values_from_draw(defaults, current, term, index, draw), draw
+
+
+def draw_shape(term: EventTerm, index: np.ndarray) -> tuple[int, ...]:
+    """The per-env shape of a term's draws for resolved target ids `index`."""
+    columns = KINDS[term.kind][1]
+    if term.kind == "gravity":
+        return (3,)
+    return (index.size,) if columns is None else (index.size, len(columns))
+
+
+def values_from_draw(
+    defaults: Mapping[str, np.ndarray],
+    current: Mapping[str, np.ndarray],
+    term: EventTerm,
+    index: np.ndarray,
+    draw: np.ndarray,
+) -> list[tuple[str, np.ndarray]]:
+    """[(field, new values at index)] of `term` for given draws (see `term_values`)."""
     field, columns, _ = KINDS[term.kind]
     if term.kind == "gravity":
-        draw = sample(rng, env_ids, term, (3,))
-        return [(field, apply_operation(defaults[field], draw, term.operation))], draw
+        return [(field, apply_operation(defaults[field], draw, term.operation))]
     default = defaults[field][:, index]
     if columns is None:
-        draw = sample(rng, env_ids, term, (index.size,))
         new = apply_operation(default, draw, term.operation)
     else:
-        draw = sample(rng, env_ids, term, (index.size, len(columns)))
         new = current[field][:, index].copy()
         cols = list(columns)
         # actuator_kd lives in biasprm as -kd: randomize kd itself, then store its negative.
@@ -183,7 +200,7 @@ def term_values(
         bias = current["actuator_biasprm"][:, index].copy()
         bias[..., 1] = -new[..., 0]
         out.append(("actuator_biasprm", bias))
-    return out, draw
+    return out
 
 
 def table_height(low: float = -0.01, high: float = 0.01, table: str = "table") -> EventTerm:
