@@ -62,9 +62,7 @@ class GeometryWrites:
         """
         for field, g, rows, geoms in geometry:
             if field == "geom_size":
-                size = self._field_rows(g, "geom_size")[rows][:, geoms]
-                types = np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms]
-                rbound, aabb = G.primitive_bounds(types, size)
+                rbound, aabb = self._size_bounds(g, rows, geoms, self._field_rows(g, "geom_size")[rows][:, geoms])
                 for name, new in (("geom_rbound", rbound), ("geom_aabb", aabb)):
                     target = self._field_array(g, name)
                     undo.append((target, rows, target[rows].copy()))
@@ -75,12 +73,15 @@ class GeometryWrites:
     def _dry_check_geometry(self, field: str, g: int, rows: np.ndarray, geoms: np.ndarray, vals: np.ndarray) -> None:
         """The reach check of a geom_size / geom_pos write of `vals` (K, M, 3), without writing anything."""
         if field == "geom_size":
-            types = np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms]
-            aabb = G.primitive_bounds(types, vals)[1]
-            pos = self._field_rows(g, "geom_pos")[rows][:, geoms]
+            aabb, pos = self._size_bounds(g, rows, geoms, vals)[1], self._field_rows(g, "geom_pos")[rows][:, geoms]
         else:
             aabb, pos = self._field_rows(g, "geom_aabb")[rows][:, geoms], vals
         self._check_reach(field, g, rows, geoms, aabb, pos)
+
+    def _size_bounds(self, g: int, rows: np.ndarray, geoms: np.ndarray,
+                     size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rbound, aabb) of geoms (M,) of group rows (K,) at sizes (K, M, 3), with each env's own geom types."""
+        return G.primitive_bounds(np.asarray(self._field_rows(g, "geom_type"))[rows][:, geoms], size)
 
     def _check_reach(self, field: str, g: int, rows: np.ndarray, geoms: np.ndarray, aabb: np.ndarray,
                      pos: np.ndarray) -> None:

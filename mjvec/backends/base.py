@@ -246,6 +246,25 @@ class SceneBackend:
     def capabilities(self) -> Capabilities:
         return self._capabilities
 
+    @property
+    def geom_types(self) -> np.ndarray:
+        """(num_envs, ngeom) int: each env's own mjtGeom type of canonical slot j, -1 where absent."""
+        raise NotImplementedError
+
+    @property
+    def geom_present(self) -> np.ndarray:
+        """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
+
+        Geom-indexed fields use the canonical (largest) layout of `model`. A value written to a
+        slot absent from an env's variant is accepted and has no effect there: that geom does not
+        exist in that env's world.
+        """
+        return self.geom_types >= 0
+
+    def _checked_writes(self, writes: Sequence[FieldWrite]) -> list[tuple[FieldWrite, np.ndarray, np.ndarray]]:
+        """(write, env_ids, values) of each write, validated against the declared fields."""
+        return [(w, *check_write(w, self._capabilities.require(w.field), self.num_envs)) for w in writes]
+
 
 @runtime_checkable
 class Backend(Protocol):

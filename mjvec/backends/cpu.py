@@ -30,7 +30,6 @@ from mjvec.backends.base import (
     RecomputeLevel,
     Scene,
     SceneBackend,
-    check_write,
     combine_levels,
     frozen_mapping,
     validate_env_ids,
@@ -220,19 +219,6 @@ class CpuBackend(SceneBackend, GeometryWrites):
             out[np.ix_(plan.env_ids, np.flatnonzero(local >= 0))] = types[:, local[local >= 0]]
         return out
 
-    @property
-    def geom_present(self) -> np.ndarray:
-        """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
-
-        Geom-indexed fields use the canonical (largest) layout of `model`. A value written to a
-        slot absent from an env's variant is accepted and has no effect there: that geom does not
-        exist in that env's world.
-        """
-        out = np.zeros((self.num_envs, self._model.ngeom), bool)
-        for g, plan in enumerate(self._plans):
-            out[plan.env_ids] = self._geom_local[g] >= 0
-        return out
-
     def defaults(self, field_name: str) -> np.ndarray:
         self._capabilities.require(field_name)
         return self._defaults[field_name]
@@ -257,10 +243,7 @@ class CpuBackend(SceneBackend, GeometryWrites):
                 self._dry_check_geometry(write.field, int(g), rows, geoms, vals)
 
     def _validated(self, writes: Sequence[FieldWrite]) -> list[tuple[FieldWrite, np.ndarray, np.ndarray]]:
-        checked = []
-        for write in writes:
-            spec = self._capabilities.require(write.field)
-            checked.append((write, *check_write(write, spec, self.num_envs)))
+        checked = self._checked_writes(writes)
         for write, ids, values in checked:
             if write.field == "geom_size":
                 self._check_sizes(write, ids, values)
@@ -348,7 +331,7 @@ class CpuBackend(SceneBackend, GeometryWrites):
         return self._views["xfrc_applied"]
 
     def _scatter_inputs(self, env_ids: np.ndarray | None = None) -> None:
-        """Copy the global input views into the groups: every env, or only `env_ids` (sorted, unique)."""
+        """Copy the global input views into the groups: every env, or only `env_ids` (unique)."""
         if self._direct:
             return
         for name, view in self._views.items():
@@ -413,8 +396,7 @@ class CpuBackend(SceneBackend, GeometryWrites):
         for name in ("ctrl", "xfrc_applied", "qfrc_applied"):
             if name in self._views:
                 self._views[name][ids] = 0.0
-        touched = np.unique(ids)
-        self._scatter_inputs(touched)
+        self._scatter_inputs(ids)
         groups = self._group_of_env[ids]
         for g in np.unique(groups):
             sel = groups == g
@@ -429,7 +411,7 @@ class CpuBackend(SceneBackend, GeometryWrites):
             self._group_views["qpos"][g][rows] = qpos[sel][order]
             self._group_views["qvel"][g][rows] = qvel[sel][order]
             batch.forward(rows.astype(np.int64))
-        self._gather_outputs(touched)
+        self._gather_outputs(ids)
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
         self._check_open()

@@ -30,7 +30,6 @@ from mjvec.backends.base import (
     RecomputeLevel,
     Scene,
     SceneBackend,
-    check_write,
     combine_levels,
     entity_of_field,
     frozen_mapping,
@@ -155,17 +154,6 @@ class WarpBackend(SceneBackend):
             out[np.ix_(group.env_ids, have)] = group.pack.model.geom_type[group.geom_map[have]]
         return out
 
-    @property
-    def geom_present(self) -> np.ndarray:
-        """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
-
-        A value written to a slot absent from an env's variant is accepted and has no effect there.
-        """
-        out = np.zeros((self.num_envs, self._model.ngeom), bool)
-        for group in self._groups:
-            out[group.env_ids] = group.geom_map >= 0
-        return out
-
     # ---- model fields ---------------------------------------------------------------------
     def _gather_field(self, name: str) -> np.ndarray:
         canonical = np.asarray(self._model.stat.meaninertia) if name == "meaninertia" else F.model_value(
@@ -194,15 +182,11 @@ class WarpBackend(SceneBackend):
     def check_writes(self, writes: Sequence[FieldWrite]) -> None:
         """Raise what `write_fields(writes)` would for each write; write nothing (no geometry fields here)."""
         self._check_open()
-        for write in writes:
-            check_write(write, self._capabilities.require(write.field), self.num_envs)
+        self._checked_writes(writes)
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
-        checked = []
-        for write in writes:
-            spec = self._capabilities.require(write.field)
-            checked.append((write, *check_write(write, spec, self.num_envs)))
+        checked = self._checked_writes(writes)
         touched = [np.zeros(g.nworld, bool) for g in self._groups]
         for write, ids, values in checked:
             groups = self._group_of_env[ids]
