@@ -1,6 +1,6 @@
 """Geoms of one tool inside an MjsBody, as primitives or as convex meshes.
 
-Slot contract (what lets `mjbatch.VariantPack` batch tools of one topology class): a tool adds the
+Slot contract (what lets the backends batch tools of one topology class): a tool adds the
 geom `{prefix}_handle` and, if it has a head, `{prefix}_head`; in mesh mode each uses the mesh
 `{prefix}_handle_mesh` / `{prefix}_head_mesh`. Names, types, contact bits, friction, group and rgba
 depend only on the topology and on the arguments, never on the tool's sizes; only sizes, poses and
@@ -21,12 +21,10 @@ GHOST_RGBA = (0.2, 0.9, 0.2, 0.35)
 VISUAL_GROUP = 2
 
 # Mesh capsule resolution: points per ring, and latitude rings per hemisphere (pole excluded).
+# The hull is inscribed in the true capsule; mass and inertia come from the tool's explicit
+# analytic inertial (see scene._set_tool_inertial), never from the hull.
 CAPSULE_SEGMENTS = 16
 CAPSULE_RINGS = 4
-# The mesh capsule's vertices lie on the true surface, so its hull is inside the capsule and
-# lighter than the analytic mass; this bounds that relative deficit over the catalog (tested; the
-# worst tool, a short thick handle, is about 3% light at this resolution).
-MESH_CAPSULE_MASS_RTOL = 0.04
 
 _CAPSULE_X_QUAT = (np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0)  # turns MuJoCo's capsule axis z onto x
 
@@ -104,7 +102,7 @@ def add_tool_geoms(
 
     geometry: "primitive" (box / capsule / box) or "mesh" (convex meshes with the same outer shape;
     meshes are added to `spec`). ghost: a massless, non-colliding, translucent copy for a mocap goal.
-    Masses come from geom densities (the body must not have an explicit inertial).
+    Geom densities are the tool's; the scene gives the body the matching explicit analytic inertial.
     """
     if geometry not in TOOL_GEOMETRIES:
         raise ConfigError(f"tool geometry {geometry!r} is not allowed; allowed {allowed(TOOL_GEOMETRIES)}")

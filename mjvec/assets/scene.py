@@ -43,11 +43,10 @@ GRAVITY = (0.0, 0.0, -9.81)
 IMPRATIO = 10.0
 
 # Fixed model statistics (see the module docstring): about what MuJoCo computes for this scene
-# (the tool moves meaninertia/meanmass/meansize by a few percent). They scale the solver's
-# convergence tolerance and the visualisation, so every tool gets the same values.
+# (the tool moves them by a few percent). They scale only the visualisation, so every tool gets
+# the same values. (MuJoCo 4 no longer lets meaninertia affect simulation and deprecates it: unset.)
 STAT_EXTENT = 2.0
 STAT_CENTER = (0.0, 0.3, 0.8)
-STAT_MEANINERTIA = 0.27
 STAT_MEANMASS = 1.2
 STAT_MEANSIZE = 0.12
 
@@ -65,7 +64,7 @@ def _options(spec: mujoco.MjSpec) -> None:
     opt.gravity = list(GRAVITY)
     stat = spec.stat
     stat.extent, stat.center = STAT_EXTENT, list(STAT_CENTER)
-    stat.meaninertia, stat.meanmass, stat.meansize = STAT_MEANINERTIA, STAT_MEANMASS, STAT_MEANSIZE
+    stat.meanmass, stat.meansize = STAT_MEANMASS, STAT_MEANSIZE
 
 
 # A front-right view of the table, robot and goal region.
@@ -142,6 +141,7 @@ def tool_scene_spec(tool: Tool, tool_geometry: str = "primitive") -> mujoco.MjSp
     body = spec.worldbody.add_body(name=OBJECT_BODY_NAME, pos=list(OBJECT_SPAWN_POS))
     body.add_freejoint(name=OBJECT_JOINT_NAME)
     add_tool_geoms(spec, body, tool, geometry=tool_geometry, prefix="object")
+    _set_tool_inertial(body, tool)
     goal = spec.worldbody.add_body(name=GOAL_BODY_NAME, pos=list(GOAL_INIT_POS), mocap=True)
     add_tool_geoms(spec, goal, tool, geometry="primitive", prefix="goal", ghost=True)
     identity = [1.0, 0.0, 0.0, 0.0]
@@ -154,6 +154,25 @@ def tool_scene_spec(tool: Tool, tool_geometry: str = "primitive") -> mujoco.MjSp
     )
     log.debug("scene spec for tool %d (%s, %s)", tool.tool_id, tool.topology, tool_geometry)
     return spec
+
+
+def _set_tool_inertial(body: mujoco.MjsBody, tool: Tool) -> None:
+    """The tool's analytic mass, COM and principal inertia (the source's formulas), in the object frame.
+
+    Explicit, so that every tool's inertial frame has the object's orientation: a geom-derived one
+    is whatever the compiler's eigen-decomposition returns, which flips axes from tool to tool and
+    with them the order of the body's collision-BVH leaves (a structure no engine holds per env).
+    Primitive tools get the mass MuJoCo would derive from their geoms (to rounding); mesh tools get
+    the same analytic mass as their primitive twin instead of their hull's.
+    """
+    body.explicitinertial = True
+    # Not "simple" (MuJoCo would cache the inertial frame of a headless tool as its body frame),
+    # so that a per-env COM (EventTerm "body_com") works for every tool.
+    body.simple = False
+    body.mass = tool.mass
+    body.ipos = [tool.com_x, 0.0, 0.0]
+    body.iquat = [1.0, 0.0, 0.0, 0.0]
+    body.inertia = [float(v) for v in tool.inertia]
 
 
 def compile_scene(tool_id: int, tool_geometry: str = "primitive", catalog: ToolCatalog | None = None) -> mujoco.MjModel:
