@@ -10,11 +10,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -c constraints/cpu.txt -e ".[dev]"
-# The look-alike 'mjbatch' distribution overwrites mjbatch-uni's files; refuse to continue with it.
-if .venv/bin/python -m pip show mjbatch >/dev/null 2>&1; then
-  echo "error: the 'mjbatch' distribution is installed in .venv; run: .venv/bin/pip uninstall -y mjbatch mjbatch-uni && bash scripts/setup.sh" >&2
-  exit 1
-fi
 # Headless rendering (MUJOCO_GL=osmesa) needs libOSMesa.
 if ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
   if [ "$(id -u)" = "0" ]; then
