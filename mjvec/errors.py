@@ -45,6 +45,10 @@ class ClosedError(MjvecError, RuntimeError):
     """The env or backend was used after close()."""
 
 
+class ForkedProcessError(MjvecError, RuntimeError):
+    """An env or backend made in a parent process was used in a child made by os.fork()."""
+
+
 def allowed(values: Iterable[object], limit: int = 12) -> str:
     """Format an allowed set for an error message, shortened past `limit` entries."""
     items = sorted(str(v) for v in values)

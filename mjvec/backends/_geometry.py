@@ -1,9 +1,9 @@
-"""Primitive geom bounds and collision-BVH containment, for per-env geom size / position writes.
+"""Primitive geom bounds and BVH boxes, for per-env geom size / position writes (both backends).
 
-MuJoCo derives `geom_rbound` and `geom_aabb` from `geom_size` at compile time, and each body's
-collision BVH (`bvh_aabb`, an asset field mjbatch-uni cannot hold per sim) from those. A per-env
-size or position write must refresh the first two and stay inside the third, or contacts are
-silently lost (reference/backends.md pitfall 1); the CPU backend checks this before writing.
+MuJoCo's compiler derives `geom_rbound` and `geom_aabb` from `geom_size`, and each body's
+collision BVH (`bvh_aabb`, in the body's inertial frame) from its geoms' boxes and poses. A
+backend that lets a geom's size or pose change per env recomputes them with these formulas, or
+broadphase and midphase would cull contacts against stale bounds.
 """
 
 from __future__ import annotations
@@ -54,33 +54,3 @@ def box_in_inertial_frame(aabb: np.ndarray, pos: np.ndarray, quat: np.ndarray, i
     in_body = pos[:, None] + np.einsum("kij,knj->kni", _quat_mat(quat), corners)
     in_inertial = np.einsum("kji,knj->kni", _quat_mat(iquat), in_body - ipos[:, None])
     return in_inertial.min(axis=1), in_inertial.max(axis=1)
-
-
-def bvh_path_boxes(model: mujoco.MjModel, geom: int) -> np.ndarray:
-    """(P, 6) center/half-size boxes of the BVH nodes from the root of the geom's body to its leaf."""
-    body = int(model.geom_bodyid[geom])
-    adr, num = int(model.body_bvhadr[body]), int(model.body_bvhnum[body])
-    if num == 0:
-        return np.zeros((0, 6))
-
-    def path(node: int) -> list[int] | None:
-        if int(model.bvh_nodeid[adr + node]) == geom:
-            return [node]
-        for child in model.bvh_child[adr + node]:
-            if child >= 0:
-                found = path(int(child))
-                if found is not None:
-                    return [node, *found]
-        return None
-
-    nodes = path(0)
-    return model.bvh_aabb[[adr + n for n in (nodes or [0])]]
-
-
-def outside_boxes(lo: np.ndarray, hi: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """(K,) how far (m) each [lo, hi] reaches outside the tightest of `boxes` (P, 6); 0 if inside."""
-    if boxes.size == 0:
-        return np.zeros(lo.shape[0])
-    b_lo, b_hi = boxes[:, :3] - boxes[:, 3:], boxes[:, :3] + boxes[:, 3:]
-    over = np.maximum(b_lo[None] - lo[:, None], 0.0) + np.maximum(hi[:, None] - b_hi[None], 0.0)
-    return over.max(axis=(1, 2))

@@ -20,6 +20,8 @@ from __future__ import annotations
 import enum
 import functools
 import operator
+import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -28,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
-from mjvec.errors import ConfigError, FieldWriteError, allowed
+from mjvec.errors import ClosedError, ConfigError, FieldWriteError, ForkedProcessError, allowed
 
 
 class RecomputeLevel(enum.Flag):
@@ -212,15 +214,50 @@ class Scene:
         return np.unique(self._variant_of_env)
 
 
+# Backends alive in this process: a child made by os.fork() must not use (or free) them.
+_LIVE_BACKENDS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for backend in list(_LIVE_BACKENDS):
+        backend._forked_away()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class SceneBackend:
     """The identity part of a backend built over a `Scene` (shared by the CPU and Warp backends).
 
-    Subclasses set `_scene`, `_model` (the canonical compiled model) and `_capabilities`.
+    Subclasses set `_scene`, `_model` (the canonical compiled model) and `_capabilities`, and call
+    `_start_lifetime()` once built. `_check_open()` then refuses use after `close()` and use in a
+    child process made by `os.fork()` (engine thread pools and device contexts do not survive it).
     """
 
     _scene: Scene
     _model: mujoco.MjModel
     _capabilities: Capabilities
+    _closed: bool = False
+    _owner_pid: int = -1
+
+    def _start_lifetime(self) -> None:
+        self._owner_pid = os.getpid()
+        _LIVE_BACKENDS.add(self)
+
+    def _forked_away(self) -> None:
+        """Called in a forked child for every backend the parent had; subclasses drop what the
+        child must never touch or free."""
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"this {type(self).__name__} is closed; create a new one")
+        if os.getpid() != self._owner_pid:
+            raise ForkedProcessError(
+                f"this {type(self).__name__} was created in process {self._owner_pid}, and this is a child made "
+                f"by os.fork() (pid {os.getpid()}); its engine threads do not survive a fork. Create the env in "
+                "the child instead (multiprocessing start method 'spawn' or 'forkserver', or build the env "
+                "after forking)"
+            )
 
     @property
     def num_envs(self) -> int:

@@ -1,0 +1,122 @@
+"""Choosing a backend by name: the one place that maps names to backend classes.
+
+Everything above `mjvec.backends` (envs, randomization) asks for a backend with `make_backend`
+and learns what it can do from its `Capabilities`; nothing else branches on a backend's name.
+
+- "cpu": `CpuBackend` on `mujoco.batch` (numpy state, float64, bit-exact variants).
+- "warp": `WarpBackend` on mujoco_warp (torch state on a warp device, float32); needs the
+  `warp` extra. Imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from mjvec.backends.base import Scene
+from mjvec.errors import ConfigError, allowed
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """A registered backend: where its class lives and which options it takes.
+
+    threads: whether `num_threads` applies (a CPU thread pool).
+    default_device: where state lives when no device is given; None if the backend takes no
+        device (its state is always on the host).
+    """
+
+    name: str
+    module: str
+    cls: str
+    threads: bool
+    default_device: str | None
+
+
+BACKENDS: dict[str, BackendEntry] = {
+    "cpu": BackendEntry("cpu", "mjvec.backends.cpu", "CpuBackend", threads=True, default_device=None),
+    "warp": BackendEntry("warp", "mjvec.backends.warp", "WarpBackend", threads=False, default_device="cuda:0"),
+}
+
+
+def backend_entry(name: Any) -> BackendEntry:
+    """The registry entry of `name`, or ConfigError naming the registered backends."""
+    entry = BACKENDS.get(name) if isinstance(name, str) else None
+    if entry is None:
+        raise ConfigError(f"backend={name!r} is not supported; allowed values are {allowed(BACKENDS)}")
+    return entry
+
+
+def make_backend(
+    name: str,
+    scene: Scene,
+    *,
+    num_threads: int | None = None,
+    device: str | None = None,
+    state_namespace: str | None = None,
+    progress: bool = True,
+) -> Any:
+    """The backend `name` over `scene`.
+
+    num_threads: thread-pool size of a threaded backend (None: its default); refused elsewhere.
+    device: where state lives (None: the backend's default device).
+    state_namespace: "numpy" to get numpy state views whatever the backend keeps (`HostViews`:
+        shared memory on a CPU device, host mirrors on a GPU); None for the backend's own arrays.
+    Raises ConfigError for an unknown name, an option the backend does not take, or a backend
+    whose extra is not installed.
+    """
+    entry = backend_entry(name)
+    if num_threads is not None and not entry.threads:
+        raise ConfigError(f"num_threads applies to threaded backends ({_threaded()}); drop it for backend={name!r}")
+    if device is not None and entry.default_device is None:
+        raise ConfigError(
+            f"backend={name!r} keeps its state on the host and takes no device (got device={device!r}); "
+            f"device backends are {_with_device()}"
+        )
+    if state_namespace not in (None, "numpy"):
+        raise ConfigError(f"state_namespace must be None or 'numpy', got {state_namespace!r}")
+    if importlib.util.find_spec(entry.module) is None:
+        raise ConfigError(f"backend={name!r} is not available in this build of mjvec; use backend='cpu'")
+    cls = getattr(importlib.import_module(entry.module), entry.cls)
+    kwargs: dict[str, Any] = {"progress": progress}
+    if entry.threads:
+        kwargs["num_threads"] = num_threads
+    if entry.default_device is not None:
+        kwargs["device"] = entry.default_device if device is None else device
+    backend = cls(scene, **kwargs)
+    if state_namespace == "numpy" and backend.capabilities.array_namespace != "numpy":
+        from mjvec.backends.host import HostViews
+
+        return HostViews(backend)
+    return backend
+
+
+def backend_status() -> dict[str, str]:
+    """'available', or why not, for every registered backend (imports each backend's module)."""
+    status = {}
+    for name, entry in BACKENDS.items():
+        if importlib.util.find_spec(entry.module) is None:
+            status[name] = "not in this build of mjvec"
+            continue
+        try:
+            importlib.import_module(entry.module)
+        except ImportError as error:
+            status[name] = f"unavailable: {error}"
+        else:
+            status[name] = "available"
+    return status
+
+
+def native_namespace(backend: Any) -> str:
+    """The array namespace a backend keeps its state in (seen through any `HostViews`)."""
+    return str(getattr(backend, "inner", backend).capabilities.array_namespace)
+
+
+def _with_device() -> str:
+    return ", ".join(repr(n) for n, e in BACKENDS.items() if e.default_device is not None)
+
+
+def _threaded() -> str:
+    return ", ".join(repr(n) for n, e in BACKENDS.items() if e.threads)

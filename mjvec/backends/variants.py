@@ -1,0 +1,354 @@
+"""Compiler-coherent variants, shared by every backend: templates, per-env rows and routing.
+
+A `Scene` has many variants (tools), each an independently compilable spec; that compile is the
+oracle every env is checked against. `plan_groups` compiles each USED variant exactly once and
+splits the variants into groups that one engine object (a `mujoco.batch.Batch`, a mujoco_warp
+Model) can run together:
+
+- Variants share a group iff they agree on everything the engine cannot hold per env: every size
+  of the model (so the MjData layout), structure such as the bodies' collision BVH trees, and every
+  model array or option outside the engine's own list of per-env fields (`per_env`). Mesh data is
+  an asset and does not split a group.
+- Within a group, the per-env fields whose compiled values differ between the variants are FOUND
+  by comparing the compiled variants bit for bit (no hand-written list). Each env gets the rows of
+  its own variant; a field equal in every variant stays in the template.
+- The template is the group's first variant compiled alone plus, in a mesh scene, the meshes of
+  the other variants, so that a per-env `geom_dataid` selects each env's own mesh. Every added mesh
+  is checked to compile to the same data as in its own variant.
+
+`Routing` maps a backend's local env ids to (group, row of the group) and gathers per-group
+arrays back into env order, geom-indexed fields in the canonical slot layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+from tqdm.auto import tqdm
+
+from mjvec.backends.base import Scene
+from mjvec.errors import ConfigError
+
+# Model arrays that hold mesh assets or only locate names: shared, never per env, and allowed to
+# grow in a template that carries the meshes of several variants.
+_ASSET_PREFIXES = ("mesh_", "oct_", "name_")
+_ASSET_ARRAYS = ("names", "names_map", "paths")
+# Size counters of those assets (and of the BVH, whose mesh rows are assets too).
+_ASSET_SIZES = ("nmesh", "noct", "nbvh", "nbuffer", "nnames", "npaths")
+# BVH arrays: the bodies' rows come first, the meshes' rows (assets) follow.
+_BVH_FIELDS = ("bvh_aabb", "bvh_child", "bvh_depth", "bvh_nodeid")
+# MjsMesh attributes that define a mesh's compiled data.
+_MESH_ATTRS = (
+    "file", "content_type", "refpos", "refquat", "scale", "inertia", "smoothnormal", "maxhullvert",
+    "needsdf", "octree_maxdepth", "uservert", "usernormal", "usertexcoord", "userface", "userfacenormal",
+    "userfacetexcoord", "usernode", "usertet",
+)
+_MESH_GEOM_TYPES = (int(mujoco.mjtGeom.mjGEOM_MESH), int(mujoco.mjtGeom.mjGEOM_SDF))
+
+
+def model_arrays(model: mujoco.MjModel) -> list[str]:
+    """Names of every array field of an MjModel, sorted."""
+    return sorted(n for n in dir(model) if not n.startswith("_") and isinstance(getattr(model, n, None), np.ndarray))
+
+
+def option_fields(model: mujoco.MjModel) -> list[str]:
+    """'opt.<name>' of every data field of the model's MjOption, sorted."""
+    return sorted(f"opt.{n}" for n in dir(model.opt) if not n.startswith("_") and not callable(getattr(model.opt, n)))
+
+
+def field_value(model: mujoco.MjModel, name: str) -> np.ndarray:
+    """An MjModel array or an 'opt.<name>' option as an array; BVH arrays cut to the bodies' rows."""
+    if name.startswith("opt."):
+        return np.asarray(getattr(model.opt, name[4:]))
+    value = getattr(model, name)
+    if name in _BVH_FIELDS:
+        return value[: int(model.body_bvhnum.sum())]
+    return value
+
+
+def _is_asset(name: str) -> bool:
+    return name.startswith(_ASSET_PREFIXES) or name in _ASSET_ARRAYS
+
+
+def _mesh_key(model: mujoco.MjModel, mesh: int) -> bytes:
+    """A digest of mesh `mesh`'s compiled vertices, faces and frame: equal digests, equal meshes."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in ("vert", "face"):
+        adr, num = int(getattr(model, f"mesh_{name}adr")[mesh]), int(getattr(model, f"mesh_{name}num")[mesh])
+        digest.update(np.ascontiguousarray(getattr(model, f"mesh_{name}")[adr : adr + num]).tobytes())
+    for name in ("mesh_pos", "mesh_quat", "mesh_scale"):
+        digest.update(np.ascontiguousarray(getattr(model, name)[mesh]).tobytes())
+    return digest.digest()
+
+
+def _mesh_dataids(model: mujoco.MjModel) -> np.ndarray:
+    """geom_dataid with mesh references set to -2 (they are compared by content, not by id)."""
+    ids = model.geom_dataid.copy()
+    ids[np.isin(model.geom_type, _MESH_GEOM_TYPES) & (ids >= 0)] = -2
+    return ids
+
+
+def structure_key(model: mujoco.MjModel, per_env: frozenset[str]) -> bytes:
+    """A digest of everything an engine holding the `per_env` fields per env needs equal in one group."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name in sorted(n for n in dir(model) if n.startswith("n") and isinstance(getattr(model, n, None), int)):
+        if not name.startswith(_ASSET_SIZES):
+            digest.update(f"{name}={getattr(model, name)};".encode())
+    digest.update(f"nbodybvh={int(model.body_bvhnum.sum())};".encode())
+    digest.update(_mesh_dataids(model).tobytes())
+    for name in model_arrays(model) + option_fields(model):
+        if name in per_env or _is_asset(name) or name == "geom_dataid":
+            continue
+        value = np.ascontiguousarray(field_value(model, name))
+        digest.update(f"{name}{value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.digest()
+
+
+@dataclass
+class VariantGroup:
+    """Variants one engine object runs together, and the envs assigned to them.
+
+    variants: sorted scene variant ids; variant row r is variants[r].
+    env_ids: (E,) sorted local env ids whose variant is in this group; the group's env k (its
+        simulation or world k) is local env env_ids[k].
+    rows: (E,) variant row of each of those envs.
+    template: the model every env of the group runs on (see the module docstring).
+    fields: name -> (V, *tail) per-variant rows of each per-env field whose compiled values differ
+        between the variants ('opt.<name>' for options; BVH arrays hold the bodies' rows; geom_dataid
+        holds template mesh ids).
+    geom_map: canonical geom slot -> this group's geom id, -1 where the slot is absent (set by
+        `plan_groups`).
+    """
+
+    key: bytes
+    variants: list[int]
+    template: mujoco.MjModel
+    fields: dict[str, np.ndarray]
+    env_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    geom_map: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def num_envs(self) -> int:
+        return int(self.env_ids.size)
+
+    def env_values(self, name: str) -> np.ndarray:
+        """(E, *tail) each env's compiled value of `name` (a fresh array)."""
+        rows = self.fields.get(name)
+        if rows is not None:
+            return rows[self.rows]
+        value = field_value(self.template, name)
+        return np.repeat(value[None], self.num_envs, axis=0)
+
+
+class _GroupBuilder:
+    """Streams the variants of one group: compares each with the first, keeps only what differs."""
+
+    def __init__(self, key: bytes, variant: int, model: mujoco.MjModel, per_env: frozenset[str]) -> None:
+        self.key = key
+        self.variants = [variant]
+        self.first = model
+        names = [n for n in model_arrays(model) + option_fields(model) if n in per_env and n != "geom_dataid"]
+        self.reference = {n: np.array(field_value(model, n)) for n in names}
+        self.reference = {n: v for n, v in self.reference.items() if v.size}
+        self.rows: dict[str, list[np.ndarray]] = {}
+        self.mesh_of_key = {_mesh_key(model, k): k for k in range(model.nmesh)}
+        self.extra_meshes: list[tuple[str, dict]] = []  # (name in its variant, MjsMesh attributes)
+        self.dataids = [model.geom_dataid.copy()]
+
+    def add(self, variant: int, model: mujoco.MjModel, spec: mujoco.MjSpec) -> None:
+        count = len(self.variants)
+        for name, ref in self.reference.items():
+            value = field_value(model, name)
+            rows = self.rows.get(name)
+            if rows is not None:
+                rows.append(np.array(value))
+            elif value.tobytes() != ref.tobytes():
+                self.rows[name] = [ref] * count + [np.array(value)]
+        self.dataids.append(self._template_dataids(model, spec))
+        self.variants.append(variant)
+
+    def _template_dataids(self, model: mujoco.MjModel, spec: mujoco.MjSpec) -> np.ndarray:
+        """The variant's geom_dataid in template mesh ids; unseen meshes are queued for the template."""
+        ids = model.geom_dataid.copy()
+        for g in np.flatnonzero(np.isin(model.geom_type, _MESH_GEOM_TYPES) & (ids >= 0)):
+            mesh = int(ids[g])
+            key = _mesh_key(model, mesh)
+            if key not in self.mesh_of_key:
+                self.mesh_of_key[key] = self.first.nmesh + len(self.extra_meshes)
+                name = model.mesh(mesh).name
+                attrs = {a: _copy_attr(getattr(spec.mesh(name), a)) for a in _MESH_ATTRS}
+                self.extra_meshes.append((name, attrs))
+            ids[g] = self.mesh_of_key[key]
+        return ids
+
+    def build(self, scene: Scene) -> VariantGroup:
+        fields = {name: np.stack(rows) for name, rows in self.rows.items()}
+        dataids = np.stack(self.dataids)
+        if (dataids != dataids[0]).any():
+            fields["geom_dataid"] = dataids
+        template = self.first if not self.extra_meshes else self._union_template(scene)
+        return VariantGroup(self.key, self.variants, template, fields)
+
+    def _union_template(self, scene: Scene) -> mujoco.MjModel:
+        """The first variant plus every other variant's distinct meshes, checked mesh by mesh."""
+        spec = scene.make_variant(self.variants[0])
+        taken = {m.name for m in spec.meshes}
+        names = []
+        for k, (name, attrs) in enumerate(self.extra_meshes):
+            new = f"{name}#{k}"
+            while new in taken:
+                new += "_"
+            mesh = spec.add_mesh(name=new)
+            for attr, value in attrs.items():
+                setattr(mesh, attr, value)
+            names.append(new)
+        template = spec.compile()
+        for k, name in enumerate(names):
+            mesh = template.mesh(name).id
+            if mesh != self.first.nmesh + k or not any(key == _mesh_key(template, mesh) and m == mesh
+                                                       for key, m in self.mesh_of_key.items()):
+                raise ConfigError(
+                    f"mesh {self.extra_meshes[k][0]!r} of a variant of group {self.variants[:4]} did not compile to "
+                    "the same data inside the group's template as in its own variant; this scene's meshes cannot "
+                    "be batched (each variant's mesh must be defined by its MjsMesh attributes alone)"
+                )
+        return template
+
+
+def _copy_attr(value: object) -> object:
+    """A copy that outlives its spec (MjsMesh vectors are views into the spec's memory)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return value
+    return list(value)  # type: ignore[call-overload]
+
+
+def plan_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True) -> list[VariantGroup]:
+    """Compile each used variant once and group them (see the module docstring).
+
+    per_env: the fields the engine can hold per env (MjModel array names and 'opt.<name>').
+    Groups come sorted by their first env id; each has env_ids/rows set. Raises ConfigError when
+    variants disagree on the timestep (one control period serves every env).
+    """
+    builders: dict[bytes, _GroupBuilder] = {}
+    timestep = None
+    used = [int(v) for v in scene.used_variants]
+    for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
+        spec = scene.make_variant(v)
+        model = spec.compile()
+        if timestep is None:
+            timestep = model.opt.timestep
+        elif model.opt.timestep != timestep:
+            raise ConfigError(
+                f"variant {v} has timestep {model.opt.timestep}, but variant {used[0]} has {timestep}; "
+                "all variants of a scene must share one timestep"
+            )
+        key = structure_key(model, per_env)
+        builder = builders.get(key)
+        if builder is None:
+            builders[key] = _GroupBuilder(key, v, model, per_env)
+        else:
+            builder.add(v, model, spec)
+    groups = [b.build(scene) for b in builders.values()]
+    for group in groups:
+        row_of_variant = np.full(scene.num_variants, -1, np.int64)
+        row_of_variant[group.variants] = np.arange(len(group.variants))
+        group.env_ids = np.flatnonzero(row_of_variant[scene.variant_of_env] >= 0).astype(np.int64)
+        group.rows = row_of_variant[scene.variant_of_env[group.env_ids]]
+    groups.sort(key=lambda g: int(g.env_ids[0]))
+    _set_geom_maps(groups)
+    return groups
+
+
+def _set_geom_maps(groups: Sequence[VariantGroup]) -> None:
+    """Set each group's canonical-slot map; groups may differ only in their geoms."""
+    canonical = canonical_model(groups)
+    for group in groups:
+        m = group.template
+        for count in ("nbody", "njnt", "nq", "nv", "nu", "nsite", "nmocap", "nsensordata"):
+            if getattr(m, count) != getattr(canonical, count):
+                raise ConfigError(
+                    f"variant groups differ in {count} ({getattr(m, count)} vs {getattr(canonical, count)}); "
+                    "variants of one scene may differ only in their geoms"
+                )
+        names = [canonical.geom(i).name for i in range(canonical.ngeom)]
+        local = {m.geom(i).name: i for i in range(m.ngeom)}
+        missing = sorted(set(local) - set(names))
+        if missing:
+            raise ConfigError(f"geoms {missing} are absent from the canonical layout {names}")
+        group.geom_map = np.array([local.get(n, -1) for n in names], np.int64)
+
+
+def canonical_model(groups: Sequence[VariantGroup]) -> mujoco.MjModel:
+    """The template with the most geoms: its names, ids and sizes define the env-level layout."""
+    return max((g.template for g in groups), key=lambda m: m.ngeom)
+
+
+class Routing:
+    """Local env id <-> (group, row of the group), for a list of groups.
+
+    group_of_env, row_of_env: (num_envs,) int64, read-only.
+    """
+
+    def __init__(self, groups: Sequence[VariantGroup], num_envs: int) -> None:
+        self.groups = list(groups)
+        self.group_of_env = np.full(num_envs, -1, np.int64)
+        self.row_of_env = np.full(num_envs, -1, np.int64)
+        for g, group in enumerate(self.groups):
+            self.group_of_env[group.env_ids] = g
+            self.row_of_env[group.env_ids] = np.arange(group.num_envs)
+        if (self.group_of_env < 0).any():
+            raise ConfigError("every env must belong to exactly one variant group")
+        for array in (self.group_of_env, self.row_of_env):
+            array.setflags(write=False)
+        self.single = len(self.groups) == 1
+
+    def split(self, env_ids: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """[(group, positions in env_ids, rows of the group)] for the groups env_ids touch, in order.
+
+        Rows keep the order of env_ids; sorted env_ids give sorted rows.
+        """
+        if self.single:
+            return [(0, np.arange(env_ids.size), self.row_of_env[env_ids])]
+        groups = self.group_of_env[env_ids]
+        out = []
+        for g in range(len(self.groups)):
+            pos = np.flatnonzero(groups == g)
+            if pos.size:
+                out.append((g, pos, self.row_of_env[env_ids[pos]]))
+        return out
+
+    def gather(self, per_group: Sequence[np.ndarray], canonical_value: np.ndarray, *, geom: bool) -> np.ndarray:
+        """(num_envs, *tail) from per-group (E_g, *group_tail) arrays.
+
+        geom: the first tail axis indexes geoms; group arrays are in their group's geom ids and the
+        result in canonical slots, where a slot absent from an env's group keeps `canonical_value`'s
+        entry (finite, and without effect in that env).
+        """
+        tail = canonical_value.shape
+        out = np.empty((self.group_of_env.size, *tail), np.asarray(per_group[0]).dtype)
+        for group, values in zip(self.groups, per_group, strict=True):
+            if geom:
+                out[group.env_ids] = canonical_value
+                present = np.flatnonzero(group.geom_map >= 0)
+                out[np.ix_(group.env_ids, present)] = values[:, group.geom_map[present]]
+            else:
+                out[group.env_ids] = np.reshape(values, (values.shape[0], *tail))
+        return out
+
+    def geom_types(self) -> np.ndarray:
+        """(num_envs, ngeom) each env's own mjtGeom type of canonical slot j, -1 where absent."""
+        canonical = canonical_model(self.groups)
+        out = np.full((self.group_of_env.size, canonical.ngeom), -1, np.int64)
+        for group in self.groups:
+            have = np.flatnonzero(group.geom_map >= 0)
+            types = group.env_values("geom_type")
+            out[np.ix_(group.env_ids, have)] = types[:, group.geom_map[have]]
+        return out
