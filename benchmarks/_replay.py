@@ -39,8 +39,8 @@ class StepRecorder:
 
     def __post_init__(self) -> None:
         be = self.backend
-        groups, rows = be.group_rows  # type: ignore[attr-defined]
-        self._state_views = [b.bind("state") for b in be.group_batches]  # type: ignore[attr-defined]
+        groups, rows = be.routing.group_of_env, be.routing.row_of_env  # type: ignore[attr-defined]
+        self._state_views = [b.state for b in be.group_batches]  # type: ignore[attr-defined]
         self._where = [(int(g), np.flatnonzero(groups[self.sample] == g), rows[self.sample][groups[self.sample] == g])
                        for g in np.unique(groups[self.sample])]
         self._inner = be.step  # type: ignore[attr-defined]

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -32,7 +30,8 @@ import gymnasium as gym
 import numpy as np
 
 import mjvec
-from mjvec.envs.registration import BACKENDS, ENV_ID, SimToolRealOptions
+from mjvec.backends.registry import backend_status
+from mjvec.envs.registration import ENV_ID, SimToolRealOptions
 from mjvec.errors import ConfigError, MjvecError
 
 # Options dataclass per env id, for `info` (every other key is the env's to validate).
@@ -65,23 +64,6 @@ def _entry_name(entry: Any) -> str:
     if entry is None or isinstance(entry, str):
         return str(entry)
     return f"{entry.__module__}:{entry.__qualname__}"
-
-
-def backend_status() -> dict[str, str]:
-    """'available', or why not, for every backend name (imports each backend module)."""
-    status = {}
-    for name in BACKENDS:
-        module = f"mjvec.backends.{name}"
-        if importlib.util.find_spec(module) is None:
-            status[name] = "not in this build of mjvec"
-            continue
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            status[name] = f"unavailable: {error}"
-        else:
-            status[name] = "available"
-    return status
 
 
 def _space_dict(space: gym.Space) -> Any:

@@ -21,7 +21,8 @@ from PIL import Image
 import mjvec
 from mjvec import cli
 from mjvec.assets.tools import ToolCatalog
-from mjvec.envs.registration import BACKENDS, ENV_ID
+from mjvec.backends.registry import BACKENDS
+from mjvec.envs.registration import ENV_ID
 from mjvec.envs.video import write_gif, write_png
 from mjvec.errors import ConfigError, InstallError
 

@@ -48,7 +48,6 @@ def test_spaces_and_metadata(env):
         ({"array_backend": "jax"}, r"array_backend='jax'.*\{numpy, torch\}"),
         ({"device": "cuda:0"}, r"device='cuda:0' needs array_backend='torch'"),
         ({"render_mode": "human"}, r"render_mode='human'.*rgb_array"),
-        ({"render_mode": "rgb_array", "variant_model": None}, r"2 variants needs variant_model="),
         ({"render_mode": "rgb_array", "render_size": (0, 10)}, r"render_size must be a tuple"),
     ],
 )

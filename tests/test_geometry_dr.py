@@ -26,17 +26,19 @@ def test_primitive_bounds_match_the_compiler() -> None:
     np.testing.assert_array_equal(aabb[0], m.geom_aabb)
 
 
-def _resized(v: int, scale: float) -> mujoco.MjSpec:
-    """Variant v with its handle scaled by `scale`, mass/inertia pinned to the unscaled compile."""
+def _pinned(v: int, *, handle_scale: float = 1.0, table_dz: float = 0.0, com_dx: float = 0.0) -> mujoco.MjSpec:
+    """Variant v with its handle scaled, the table raised and/or the COM moved along x; mass and
+    inertia pinned to the unscaled compile (a resize randomizes shape, not mass)."""
     ref = make_scene(v).compile()
     spec = make_scene(v)
     body = spec.body("obj")
     b = ref.body("obj").id
     body.explicitinertial = True
-    body.mass, body.ipos, body.iquat = ref.body_mass[b], ref.body_ipos[b], ref.body_iquat[b]
+    body.mass, body.ipos, body.iquat = ref.body_mass[b], ref.body_ipos[b] + [com_dx, 0, 0], ref.body_iquat[b]
     body.inertia = ref.body_inertia[b]
     handle = spec.geom("handle")
-    handle.size = np.asarray(handle.size) * scale
+    handle.size = np.asarray(handle.size) * handle_scale
+    spec.geom("table").pos = np.asarray(spec.geom("table").pos) + np.array([0, 0, table_dz])
     return spec
 
 
@@ -49,55 +51,82 @@ def _run(be: CpuBackend, oracle: Oracle, steps: int = 120) -> None:
         oracle.step(ctrl, 2)
 
 
-def test_geom_size_write_equals_the_scene_compiled_with_that_size() -> None:
-    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, bvh_margin=0.03, progress=False)
+def _assert_geometry_like(be: CpuBackend, oracle: Oracle) -> None:
+    """Each env's geom bounds and body BVH rows equal those of its scene compiled alone."""
+    for i, m in enumerate(oracle.models):
+        g, row = int(be.routing.group_of_env[i]), int(be.routing.row_of_env[i])
+        batch = be.group_batches[g]
+        nbvh = int(m.body_bvhnum.sum())
+        for name in ("geom_size", "geom_rbound", "geom_aabb", "geom_pos", "body_ipos"):
+            np.testing.assert_array_equal(be._rows(g, name)[row], getattr(m, name), err_msg=name)
+        np.testing.assert_allclose(be._rows(g, "bvh_aabb")[row], m.bvh_aabb[:nbvh], rtol=0, atol=1e-15)
+        assert batch.model.nbvh >= nbvh
+
+
+@pytest.mark.parametrize("scale", [1.1, 2.0, 0.5])
+def test_geom_size_write_equals_the_scene_compiled_with_that_size(scale: float) -> None:
+    """Bounds and the body's BVH follow the new size per env, so even a doubled handle keeps every
+    contact: the trajectory is the resized scene's, stepped alone."""
+    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, progress=False)
     handle = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "handle")
-    scale = 1.1
     size = be.defaults("geom_size")[:, [handle]] * scale
     be.write_fields([FieldWrite("geom_size", np.arange(9), np.array([handle]), size)])
-    oracle = Oracle(be.variant_of_env, make=lambda v: _resized(v, scale))
-    for i, m in enumerate(oracle.models):
-        g = m.geom("handle").id
-        slot = be.field_values("geom_size")[i, handle]
-        np.testing.assert_array_equal(slot, m.geom_size[g])
-    _run(be, oracle)
-    np.testing.assert_allclose(be.qpos, oracle.qpos(), atol=1e-9)
-
-
-def test_table_height_equals_the_scene_compiled_with_the_table_moved() -> None:
-    def raised(v: int) -> mujoco.MjSpec:
-        spec = make_scene(v)
-        spec.geom("table").pos = np.asarray(spec.geom("table").pos) + np.array([0, 0, 0.01])
-        return spec
-
-    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, bvh_margin=0.02, progress=False)
-    table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
-    pos = be.defaults("geom_pos")[:, [table]] + [0, 0, 0.01]
-    be.write_fields([FieldWrite("geom_pos", np.arange(9), np.array([table]), pos)])
-    oracle = Oracle(be.variant_of_env, make=raised)
+    oracle = Oracle(be.variant_of_env, make=lambda v: _pinned(v, handle_scale=scale))
+    _assert_geometry_like(be, oracle)
     _run(be, oracle)
     np.testing.assert_array_equal(be.qpos, oracle.qpos())
 
 
-def test_a_write_outside_the_bvh_is_refused_and_nothing_is_written() -> None:
+@pytest.mark.parametrize("dz", [0.01, -0.05, 0.1])
+def test_table_height_equals_the_scene_compiled_with_the_table_moved(dz: float) -> None:
     be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, progress=False)
     table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
-    mass_before, pos_before = be.field_values("body_mass"), be.field_values("geom_pos")
-    pos = be.defaults("geom_pos")[:, [table]] + [0, 0, 0.01]
+    pos = be.defaults("geom_pos")[:, [table]] + [0, 0, dz]
+    be.write_fields([FieldWrite("geom_pos", np.arange(9), np.array([table]), pos)])
+    oracle = Oracle(be.variant_of_env, make=lambda v: _pinned(v, table_dz=dz))
+    _run(be, oracle)
+    np.testing.assert_array_equal(be.qpos, oracle.qpos())
+
+
+def _not_simple(v: int) -> mujoco.MjSpec:
+    spec = make_scene(v)
+    spec.body("obj").simple = False
+    return spec
+
+
+def test_com_write_moves_the_bvh_with_the_inertial_frame() -> None:
+    """body_ipos is the frame of the body's BVH: a COM write refreshes the BVH rows too."""
+    be = CpuBackend(Scene(9, _not_simple, 9), num_threads=2, progress=False)
+    obj = be.model.body("obj").id
+    ipos = be.defaults("body_ipos")[:, [obj]] + [0.03, 0, 0]
+    be.write_fields([FieldWrite("body_ipos", np.arange(9), np.array([obj]), ipos)])
+    oracle = Oracle(be.variant_of_env, make=lambda v: _pinned(v, com_dx=0.03))
+    _assert_geometry_like(be, oracle)
+    _run(be, oracle)
+    np.testing.assert_array_equal(be.qpos, oracle.qpos())
+
+
+def test_bad_geometry_writes_are_refused_and_nothing_is_written() -> None:
+    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, progress=False)
+    table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
+    obj = be.model.body("obj").id
+    com = FieldWrite("body_ipos", np.arange(9), np.array([obj]), be.defaults("body_ipos")[:, [obj]] + [0.01, 0, 0])
+    with pytest.raises(FieldWriteError, match=r"body_ipos of bodies \['obj'\] .*envs \[0, 3, 6\].*simple = False"):
+        be.write_fields([com])
+    np.testing.assert_array_equal(be.field_values("body_ipos"), be.defaults("body_ipos"))
+    mass_before, size_before = be.field_values("body_mass"), be.field_values("geom_size")
     good = FieldWrite("body_mass", np.array([0]), np.array([3]), np.array([[2.0]]))
-    expected = r"'table' in envs .* outside its body's collision BVH.*bvh_margin >= 0\.010"
-    with pytest.raises(FieldWriteError, match=expected):
-        be.write_fields([good, FieldWrite("geom_pos", np.arange(9), np.array([table]), pos)])
-    np.testing.assert_array_equal(be.field_values("body_mass"), mass_before)
-    np.testing.assert_array_equal(be.field_values("geom_pos"), pos_before)
+    bad = FieldWrite("geom_size", [0], np.array([table]), np.array([[[0.0, 0.1, 0.1]]]))
     with pytest.raises(FieldWriteError, match="must be positive"):
-        be.write_fields([FieldWrite("geom_size", [0], np.array([table]), np.array([[[0.0, 0.1, 0.1]]]))])
-    with pytest.raises(ConfigError, match="bvh_margin must be a float"):
-        CpuBackend(Scene(1, make_scene, 1), bvh_margin=-1.0, progress=False)
+        be.write_fields([good, bad])
+    with pytest.raises(FieldWriteError, match="must be positive"):
+        be.check_writes([bad])
+    np.testing.assert_array_equal(be.field_values("body_mass"), mass_before)
+    np.testing.assert_array_equal(be.field_values("geom_size"), size_before)
 
 
 def test_table_height_term_on_simtoolreal_moves_the_table_per_env() -> None:
-    env = gym.make_vec(mjvec.ENV_ID, num_envs=4, num_tools=6, randomization=[table_height()], bvh_margin=0.01)
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=4, num_tools=6, randomization=[table_height()])
     env.reset(seed=0)
     be = env.unwrapped.backend
     table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
@@ -107,13 +136,6 @@ def test_table_height_term_on_simtoolreal_moves_the_table_per_env() -> None:
     for _ in range(20):
         obs, *_ = env.step(np.zeros((4, 29)))
     assert np.isfinite(obs).all()
-    # Without the margin the term is refused at construction: both ends of its range are dry-run.
-    with pytest.raises(ConfigError, match=r"term 'table_height' \(geom_pos\) at its range end -0.01: .*bvh_margin"):
-        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, randomization=[table_height()])
-    with pytest.raises(ConfigError, match="a gaussian draw is unbounded"):
-        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, bvh_margin=0.05,
-                     randomization=[EventTerm("geom_height", 0.0, 0.001, targets=("table",), operation="add",
-                                              distribution="gaussian")])
 
 
 def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
@@ -134,19 +156,3 @@ def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
     warp_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, backend="warp", device="cpu", randomization=None)
     with pytest.raises(CapabilityError, match="'geom_size' is not writable on the 'warp' backend"):
         DomainRandomization(warp_env, (term,))
-
-
-def test_check_writes_raises_like_write_fields_and_writes_nothing() -> None:
-    be = CpuBackend(Scene(9, make_scene, 9), num_threads=2, bvh_margin=0.02, progress=False)
-    table = mujoco.mj_name2id(be.model, mujoco.mjtObj.mjOBJ_GEOM, "table")
-    before = be.field_values("geom_pos").copy()
-    ok = FieldWrite("geom_pos", np.arange(9), np.array([table]), be.defaults("geom_pos")[:, [table]] + [0, 0, 0.015])
-    far = FieldWrite("geom_pos", np.arange(9), np.array([table]), be.defaults("geom_pos")[:, [table]] + [0, 0, 0.05])
-    be.check_writes([ok])
-    with pytest.raises(FieldWriteError, match=r"'table' .* outside its body's collision BVH"):
-        be.check_writes([far])
-    with pytest.raises(FieldWriteError, match=r"'table' .* outside its body's collision BVH"):
-        be.write_fields([far])
-    np.testing.assert_array_equal(be.field_values("geom_pos"), before)  # the dry runs wrote nothing
-    be.write_fields([ok])
-    np.testing.assert_array_equal(be.field_values("geom_pos")[:, table], ok.values[:, 0])

@@ -309,8 +309,11 @@ def test_backend_checks_raise():
     caps = Capabilities(backend="fake", fields={}, array_namespace="torch", device="cpu", exact_variants=False)
     with pytest.raises(ConfigError, match="computes its task on numpy state; the 'fake' backend keeps 'torch'"):
         SimToolRealEnv(SimpleNamespace(capabilities=caps), catalog=default_catalog())
-    with pytest.raises(ConfigError, match=r"num_threads applies to backend=.cpu. only|.warp. is not available"):
+    with pytest.raises(ConfigError, match=r"num_threads applies to threaded backends \('cpu'\); drop it for "
+                                          r"backend='warp'"):
         gym.make_vec(ENV_ID, num_envs=2, backend="warp", num_threads=2)
+    with pytest.raises(ConfigError, match=r"backend='tpu' is not supported; allowed values are \{cpu, warp\}"):
+        gym.make_vec(ENV_ID, num_envs=2, backend="tpu")
 
 
 def test_register_envs_is_idempotent():

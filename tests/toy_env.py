@@ -100,7 +100,6 @@ class ToyPendulumEnv(MjVecEnv):
             )
         else:
             obs_space = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
-        kwargs.setdefault("variant_model", variant_model)
         super().__init__(
             backend,
             single_observation_space=obs_space,

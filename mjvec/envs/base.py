@@ -45,7 +45,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
@@ -95,7 +94,6 @@ class MjVecEnv(VectorEnv):
         device: str | None = None,
         record_episode_statistics: bool = False,
         render_size: tuple[int, int] = (240, 320),
-        variant_model: Callable[[int], mujoco.MjModel] | None = None,
     ) -> None:
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
             raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
@@ -134,7 +132,7 @@ class MjVecEnv(VectorEnv):
         }
         self.render_mode = render_mode
         self._renderer = (
-            VariantRenderer(backend, variant_model, render_size, self.render_camera) if render_mode else None
+            VariantRenderer(backend, render_size, self.render_camera) if render_mode else None
         )
 
         self._action_shape = (self.num_envs, int(single_action_space.shape[0]))

@@ -9,25 +9,23 @@ After ``import mjvec``:
 
 Every option is a plain keyword argument (Gymnasium rejects ``vector_kwargs``/``wrappers`` in
 vector-entry-point mode); the accepted ones are the fields of `SimToolRealOptions`, and anything
-else raises `ConfigError` naming the allowed set. `make_backend` is the only place in the envs
-package that looks at a backend's name.
+else raises `ConfigError` naming the allowed set. Backends are made by name through
+`mjvec.backends.registry`; nothing here branches on which backend is in use.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 
 from mjvec.assets.scene import default_catalog, scene_spec
 from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.backends.base import Scene
+from mjvec.backends.registry import backend_entry, make_backend, native_namespace
 from mjvec.envs.config import SimToolRealConfig
 from mjvec.envs.simtoolreal import SimToolRealEnv
 from mjvec.envs.task_math import OBS_MODES
@@ -35,9 +33,6 @@ from mjvec.errors import ConfigError, allowed
 from mjvec.randomization import EventTerm, apply_randomization, check_randomization
 
 ENV_ID = "SimToolReal-v0"
-BACKENDS = ("cpu", "warp")
-# What each backend's env outputs unless asked otherwise: its state's own kind.
-NATIVE_ARRAYS = {"cpu": "numpy", "warp": "torch"}
 MAX_TOOLS = 600
 
 
@@ -49,7 +44,8 @@ def _is_int(value: Any) -> bool:
 class SimToolRealOptions:
     """Every keyword `make_vec` accepts (besides num_envs), validated at construction.
 
-    backend: "cpu" (mjbatch-uni thread pool) or "warp" (mujoco-warp, when installed).
+    backend: a name in `mjvec.backends.registry.BACKENDS`: "cpu" (MuJoCo's `mujoco.batch` thread
+        pool) or "warp" (mujoco-warp, when installed).
     num_threads: CPU worker threads (None: the CPU affinity count); CPU backend only.
     max_episode_steps: control steps without a success before truncation (None: config's, 600).
     obs_mode: "policy" (Box(140)) or "asymmetric" (Dict(policy=140, critic=162)).
@@ -61,8 +57,6 @@ class SimToolRealOptions:
     config: task constants; None for the paper's.
     randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
         None (the bare task), or a sequence of `EventTerm`s (model-field DR).
-    bvh_margin: CPU backend: metres by which collision BVHs are grown so that geom size/position
-        terms (e.g. `table_height()`) can move geoms; 0 unless such terms are used.
     The rest go to `MjVecEnv` unchanged.
     """
 
@@ -81,14 +75,12 @@ class SimToolRealOptions:
     render_size: tuple[int, int] = (240, 320)
     config: SimToolRealConfig | None = None
     randomization: str | tuple[EventTerm, ...] | None = "paper"
-    bvh_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if self.randomization is not None and not isinstance(self.randomization, str):
             object.__setattr__(self, "randomization", tuple(self.randomization))
         check_randomization(self.randomization)
-        if self.backend not in BACKENDS:
-            raise ConfigError(f"backend={self.backend!r} is not supported; allowed values are {allowed(BACKENDS)}")
+        backend_entry(self.backend)
         if self.num_threads is not None and (not _is_int(self.num_threads) or self.num_threads < 1):
             raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
         if self.max_episode_steps is not None and (not _is_int(self.max_episode_steps) or self.max_episode_steps < 1):
@@ -128,36 +120,6 @@ class SimToolRealOptions:
         return dataclasses.replace(cfg, max_episode_steps=self.max_episode_steps)
 
 
-def make_backend(backend: str, scene: Scene, num_threads: int | None, device: str | None,
-                 bvh_margin: float = 0.0) -> Any:
-    """The backend named `backend` over `scene` (the one place that branches on the name)."""
-    if backend == "cpu":
-        from mjvec.backends.cpu import CpuBackend
-
-        return CpuBackend(scene, num_threads=num_threads, bvh_margin=bvh_margin)
-    if backend == "warp":
-        if importlib.util.find_spec("mjvec.backends.warp") is None:
-            raise ConfigError("backend='warp' is not available in this build of mjvec; use backend='cpu'")
-        if num_threads is not None:
-            raise ConfigError("num_threads applies to backend='cpu' only; drop it for backend='warp'")
-        if bvh_margin:
-            raise ConfigError("bvh_margin applies to backend='cpu' only; drop it for backend='warp'")
-        from mjvec.backends.host import HostViews
-        from mjvec.backends.warp import WarpBackend
-
-        # The task layer is numpy: HostViews shares memory on a CPU device, mirrors on a GPU.
-        return HostViews(WarpBackend(scene, device=device))
-    raise ConfigError(f"backend={backend!r} is not supported; allowed values are {allowed(BACKENDS)}")
-
-
-def _variant_compiler(make_variant: Callable[[int], mujoco.MjSpec]) -> Callable[[int], mujoco.MjModel]:
-    @functools.cache
-    def compile_variant(v: int) -> mujoco.MjModel:
-        return make_variant(v).compile()
-
-    return compile_variant
-
-
 def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
     """Build a `SimToolRealEnv` of `num_envs` envs (the vector entry point of SimToolReal-v0),
     wrapped with the requested randomization (default: the paper's preset).
@@ -175,7 +137,11 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
         num_variants=opts.num_tools, make_variant=make_variant, num_envs=num_envs,
         env_id_offset=opts.env_id_offset, name="simtoolreal",
     )
-    backend = make_backend(opts.backend, scene, opts.num_threads, opts.device, opts.bvh_margin)
+    # The task layer is numpy: a backend keeping other arrays is seen through host views.
+    # `device` places the env's outputs; a backend that takes a device keeps its state there too.
+    takes_device = backend_entry(opts.backend).default_device is not None
+    backend = make_backend(opts.backend, scene, num_threads=opts.num_threads,
+                           device=opts.device if takes_device else None, state_namespace="numpy")
     try:
         env = SimToolRealEnv(
             backend,
@@ -183,10 +149,9 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
             tool_geometry=opts.tool_geometry,
             config=cfg,
             obs_mode=opts.obs_mode,
-            variant_model=_variant_compiler(make_variant) if opts.render_mode else None,
             autoreset_mode=opts.autoreset_mode,
             render_mode=opts.render_mode,
-            array_backend=opts.array_backend or NATIVE_ARRAYS[opts.backend],
+            array_backend=opts.array_backend or native_namespace(backend),
             device=opts.device,
             record_episode_statistics=opts.record_episode_statistics,
             render_size=opts.render_size,

@@ -1,10 +1,11 @@
-"""Rendering many envs: a lazy frame sequence and a tiled grid, each env with its own variant.
+"""Rendering many envs: a lazy frame sequence and a tiled grid, each env with its own model.
 
-Each env is drawn from an `MjData` of its OWN variant model (`variant_model(v)` for
-``v = backend.variant_of_env[i]``), so every env shows its own tool. Compiled models, `MjData`s and
-`mujoco.Renderer`s are created lazily, one per variant actually rendered, and cached until close.
-What is drawn is the env's qpos (and mocap poses) with the variant's compiled model values: model
-fields changed at run time by domain randomization (colors, sizes) are not shown.
+Env i is drawn with the model it is simulated with: the backend writes env i's model (its
+group's template with env i's own per-env values: its tool, and any domain randomization in
+effect) into a scratch copy of the template (`backend.write_env_model`). One scratch model,
+`MjData` and `mujoco.Renderer` exist per template actually rendered (a backend has a handful,
+whatever the number of tools), created lazily and freed by close(). What is drawn is the env's
+qpos and mocap poses at the time of the snapshot.
 
 Headless use: MuJoCo picks its GL backend from the ``MUJOCO_GL`` environment variable, read when
 mujoco is first imported; set ``MUJOCO_GL=egl`` (GPU) or ``MUJOCO_GL=osmesa`` (CPU, needs
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, overload
 
 import mujoco
@@ -26,63 +27,41 @@ from mjvec.errors import ClosedError, ConfigError
 
 
 class VariantRenderer:
-    """Renders env i from a snapshot of its state with the model of its own variant.
+    """Renders env i from a snapshot of its state with its own model (see the module docstring).
 
-    variant_model: v -> compiled MjModel of variant v; None is allowed only when every env uses
-        one variant, which is then drawn with `backend.model`.
+    backend: provides `env_template(i)` and `write_env_model(i, model)`.
     size: (height, width) of each frame in pixels.
-    camera: a camera name or id of the variant models, or -1 for MuJoCo's default free camera.
+    camera: a camera name or id of the scene, or -1 for MuJoCo's default free camera.
     """
 
-    def __init__(
-        self,
-        backend: Any,
-        variant_model: Callable[[int], mujoco.MjModel] | None,
-        size: tuple[int, int],
-        camera: str | int = -1,
-    ) -> None:
+    def __init__(self, backend: Any, size: tuple[int, int], camera: str | int = -1) -> None:
         if (
             not isinstance(size, tuple)
             or len(size) != 2
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size)
         ):
             raise ConfigError(f"render_size must be a tuple (height, width) of positive ints, got {size!r}")
-        variants = np.unique(np.asarray(backend.variant_of_env))
-        if variant_model is None and variants.size > 1:
-            raise ConfigError(
-                f"render_mode='rgb_array' with {variants.size} variants needs variant_model= (a callable "
-                "v -> compiled MjModel of variant v) so each env is drawn with its own tool"
-            )
         self._backend = backend
-        self._variant_model = variant_model
         self._size = size
         self._camera = camera
-        self._canonical = backend.model
-        self._variant_of_env = np.asarray(backend.variant_of_env).copy()
+        self._num_envs = int(backend.num_envs)
         self._cache: dict[int, tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]] = {}
-        self._mocap = self._canonical.nmocap > 0
+        self._mocap = backend.model.nmocap > 0
         self._closed = False
         self.num_renders = 0  # frames drawn so far (for tests and profiling)
 
-    def _variant(self, v: int) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
-        cached = self._cache.get(v)
-        if cached is not None:
-            return cached
-        # A private copy of the canonical model: the offscreen size below is written into it.
-        model = copy.deepcopy(self._canonical) if self._variant_model is None else self._variant_model(v)
-        if not isinstance(model, mujoco.MjModel):
-            raise ConfigError(f"variant_model({v}) must return a compiled mujoco.MjModel, got {type(model).__name__}")
-        for count in ("nq", "nv", "nmocap"):
-            if getattr(model, count) != getattr(self._canonical, count):
-                raise ConfigError(
-                    f"variant_model({v}) has {count}={getattr(model, count)} but the backend's model has "
-                    f"{getattr(self._canonical, count)}; it must return the same scene as the backend's variant {v}"
-                )
-        height, width = self._size
-        # The offscreen buffer must hold the frame.
-        model.vis.global_.offheight = max(model.vis.global_.offheight, height)
-        model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
-        cached = self._cache[v] = (model, mujoco.MjData(model), mujoco.Renderer(model, height, width))
+    def _scratch(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
+        """The scratch model, data and renderer of env `env_id`'s template, with env_id's model in it."""
+        template = self._backend.env_template(env_id)
+        cached = self._cache.get(id(template))
+        if cached is None:
+            model = copy.deepcopy(template)  # private: the backend writes each env's values into it
+            height, width = self._size
+            # The offscreen buffer must hold the frame.
+            model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+            cached = self._cache[id(template)] = (model, mujoco.MjData(model), mujoco.Renderer(model, height, width))
+        self._backend.write_env_model(env_id, cached[0])
         return cached
 
     def snapshot(self) -> dict[str, np.ndarray]:
@@ -97,7 +76,7 @@ class VariantRenderer:
     def render_env(self, env_id: int, state: dict[str, np.ndarray]) -> np.ndarray:
         """(H, W, 3) uint8 frame of local env `env_id` in `state` (from `snapshot`)."""
         self._check_open()
-        model, data, renderer = self._variant(int(self._variant_of_env[env_id]))
+        model, data, renderer = self._scratch(int(env_id))
         mujoco.mj_resetData(model, data)
         for name, rows in state.items():
             getattr(data, name)[...] = rows[env_id]
@@ -109,7 +88,7 @@ class VariantRenderer:
     def grid(self, env_ids: Sequence[int] | np.ndarray, ncols: int | None = None) -> np.ndarray:
         """(rows*H, ncols*W, 3) uint8: frames of `env_ids` (local, now) tiled row-major, black padding."""
         ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
-        n = len(self._variant_of_env)
+        n = self._num_envs
         if ids.size == 0 or ((ids < -n) | (ids >= n)).any():
             raise ConfigError(
                 f"render_grid env_ids must be a non-empty list of local ids in [0, {n}), got {ids.tolist()}"

@@ -24,7 +24,6 @@ true pose (and the observed scales, as in the source).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -75,7 +74,6 @@ class SimToolRealEnv(MjVecEnv):
         tool_geometry: str = "primitive",
         config: SimToolRealConfig | None = None,
         obs_mode: str = "policy",
-        variant_model: Callable[[int], mujoco.MjModel] | None = None,
         **base_kwargs: Any,
     ) -> None:
         if backend.capabilities.array_namespace != "numpy":
@@ -102,7 +100,6 @@ class SimToolRealEnv(MjVecEnv):
             single_observation_space=_observation_space(obs_mode, cfg.obs_clip),
             single_action_space=action_space,
             frame_skip=cfg.frame_skip,
-            variant_model=variant_model,
             **base_kwargs,
         )
         self._mocap_pos = backend.bind("mocap_pos")

@@ -135,19 +135,16 @@ class DomainRandomization(VectorWrapper):
             )
 
     def _check_geometry_reach(self, term: EventTerm) -> None:
-        """A geometry term must fit the backend's geometry limits (collision BVHs) at both ends of
-        its range, in every env, before the first step: the backend dry-runs those writes."""
-        if term.kind not in ("geom_size", "geom_height"):
+        """A geometry term must be writable at both ends of its range, in every env, before the
+        first step (primitive geoms, positive sizes, bodies whose COM may move): the backend
+        dry-runs those writes."""
+        if term.kind not in ("geom_size", "geom_height", "body_com"):
             return
-        if term.distribution == "gaussian":
-            raise ConfigError(
-                f"term {term.name!r} ({term.field}): a gaussian draw is unbounded, so some reset could move a "
-                "geom beyond any collision-BVH margin; use distribution='uniform' or 'log_uniform'"
-            )
         be, index = self._backend, self._index[term.name]
         ids = np.arange(be.num_envs)
         values = {f: be.defaults(f) for f in coupled_fields(term)}
-        for end in (term.low, term.high):
+        # A gaussian's (low, high) are (mean, std): its mean is the one value every draw is near.
+        for end in (term.low,) if term.distribution == "gaussian" else (term.low, term.high):
             draw = np.full((ids.size, *draw_shape(term, index)), float(end))
             writes = [FieldWrite(f, ids, index, new) for f, new in values_from_draw(values, values, term, index, draw)]
             try:

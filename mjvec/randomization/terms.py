@@ -206,7 +206,7 @@ def values_from_draw(
 def table_height(low: float = -0.01, high: float = 0.01, table: str = "table") -> EventTerm:
     """The source's table-height DR: the table geom moved by U(low, high) m in z at every reset.
 
-    Needs a CPU backend built with bvh_margin >= max(|low|, |high|) (make_vec(..., bvh_margin=)).
+    The backend refreshes the table's bounds and its body's collision BVH per env after each write.
     """
     return EventTerm("geom_height", low, high, targets=(table,), operation="add", name="table_height")
 
