@@ -47,7 +47,7 @@ class GeometryWrites:
         """body_ipos writes: MuJoCo caches a "simple" body's inertial frame as its body frame, so
         its COM cannot move per env (mj_setConst refuses it); name such bodies and the fix."""
         bodies = np.arange(self._model.nbody) if write.index is None else write.index
-        for g, pos, rows in self._routing.split(ids):
+        for g, _, rows in self._routing.split(ids):
             simple = np.asarray(self._rows(g, "body_simple"))[rows][:, bodies].astype(bool)
             if simple.any():
                 model = self._groups[g].template
