@@ -445,3 +445,29 @@ def test_folded_hand_kinematics_match_the_urdf_chain():
             ours_rot = rot.T @ data.body(body).xmat.reshape(3, 3)
             np.testing.assert_allclose(ours_pos, odata.body(body).xpos, atol=1e-4)  # URDF rounds pi to 1.5708
             np.testing.assert_allclose(ours_rot, odata.body(body).xmat.reshape(3, 3), atol=1e-4)
+
+
+def test_a_headless_tools_inert_head_slot_changes_nothing_physical():
+    """The inert slot keeps every scene on one geom layout; the tool is physically just its handle:
+    no mass, no contact ever, not drawn, and the same trajectory as the scene without the slot."""
+    tool = int(CATALOG.ids_of_topology("box_only")[0])
+    with_slot = scene.scene_spec(tool)
+    without = scene.scene_spec(tool)
+    without.delete(without.geom("object_head"))
+    models = [with_slot.compile(), without.compile()]
+    inert = models[0].geom("object_head")
+    assert not (models[0].geom_conaffinity & inert.contype[0]).any() and inert.conaffinity[0] == 0
+    assert inert.group[0] > 2 and inert.rgba[3] == 0.0
+    assert models[0].body_mass[inert.bodyid[0]] == models[1].body_mass[inert.bodyid[0]]
+    datas = [mujoco.MjData(m) for m in models]
+    rng = np.random.default_rng(0)
+    for m, d in zip(models, datas, strict=True):
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    for _ in range(200):
+        ctrl = datas[0].qpos[:29] + rng.uniform(-0.2, 0.2, 29)
+        for m, d in zip(models, datas, strict=True):
+            d.ctrl[:] = ctrl
+            mujoco.mj_step(m, d, 2)
+        assert not (datas[0].contact.geom[: datas[0].ncon] == inert.id).any()
+    assert datas[0].ncon > 0  # the tool landed: contacts were exercised
+    np.testing.assert_array_equal(datas[0].qpos, datas[1].qpos)

@@ -74,7 +74,7 @@ def test_three_topologies_step_like_each_variant_alone(table: bool) -> None:
 def test_group_fields_are_exactly_the_fields_that_differ_between_variants() -> None:
     """The per-env fields are found by comparison: recompute the differing set here, independently."""
     be = _backend(9, 9)
-    for group in be._groups:
+    for group, batch in zip(be._groups, be.group_batches, strict=True):
         alone = [make_scene(v).compile() for v in group.variants]
         differ = set()
         for name in mujoco.batch.MODEL_FIELDS:
@@ -84,12 +84,14 @@ def test_group_fields_are_exactly_the_fields_that_differ_between_variants() -> N
                 values = [v[: int(m.body_bvhnum.sum())] for v, m in zip(values, alone, strict=True)]
             if any(v.tobytes() != values[0].tobytes() for v in values[1:]):
                 differ.add(name)
-        assert set(group.fields) == differ
+        expanded = {n for n in mujoco.batch.MODEL_FIELDS if batch.expanded(n) is not None}
+        assert expanded == differ
         assert {"geom_size", "body_mass", "bvh_aabb"} <= differ or len(group.variants) == 1
-        for name, rows in group.fields.items():
-            for r, m in enumerate(alone):
-                np.testing.assert_array_equal(rows[r], m.bvh_aabb[: rows.shape[1]] if name == "bvh_aabb"
-                                              else getattr(m, name))
+        for name in expanded:
+            for row, env in enumerate(group.env_ids):
+                m = alone[group.variants.index(int(be.variant_of_env[env]))]
+                want = m.bvh_aabb[: int(m.body_bvhnum.sum())] if name == "bvh_aabb" else getattr(m, name)
+                np.testing.assert_array_equal(batch.expanded(name)[row], want)
 
 
 def test_variants_with_another_bvh_tree_get_their_own_group() -> None:

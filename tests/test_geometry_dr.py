@@ -145,12 +145,12 @@ def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
         DomainRandomization(mesh_env, (term,))
     with pytest.raises(ConfigError, match="sizes must be positive"):
         EventTerm("geom_size", 0.0, 1.1, targets=("object_handle",))
-    # Env 0's tool has no head (its slot is absent there); the other envs' heads are meshes, and
-    # the term is refused at construction from each env's own slot types.
+    # Env 0's tool has no head (its slot is an inert primitive box); the other envs' heads are
+    # meshes, and the term is refused at construction from each env's own slot types.
     headless = int(mjvec.assets.scene.default_catalog().ids_of_topology("box_only")[0])
     mixed = gym.make_vec(mjvec.ENV_ID, num_envs=3, tool_geometry="mesh", randomization=None, env_id_offset=headless)
     types = mixed.unwrapped.backend.geom_types[:, mixed.unwrapped.backend.model.geom("object_head").id]
-    assert types[0] == -1 and (types[1:] == mujoco.mjtGeom.mjGEOM_MESH).any()
+    assert types[0] == mujoco.mjtGeom.mjGEOM_BOX and (types[1:] == mujoco.mjtGeom.mjGEOM_MESH).any()
     with pytest.raises(ConfigError, match=r"term 'geom_size' \(geom_size\): targets \['object_head'\]"):
         DomainRandomization(mixed, (EventTerm("geom_size", 0.9, 1.1, targets=("object_head",)),))
     warp_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, backend="warp", device="cpu", randomization=None)

@@ -1,10 +1,12 @@
 """Geoms of one tool inside an MjsBody, as primitives or as convex meshes.
 
-Slot contract (what lets the backends batch tools of one topology class): a tool adds the
-geom `{prefix}_handle` and, if it has a head, `{prefix}_head`; in mesh mode each uses the mesh
-`{prefix}_handle_mesh` / `{prefix}_head_mesh`. Names, types, contact bits, friction, group and rgba
-depend only on the topology and on the arguments, never on the tool's sizes; only sizes, poses and
-mesh vertices (hence masses and inertias) vary from tool to tool.
+Slot contract (what lets the backends batch every tool in one group): a tool adds the geoms
+`{prefix}_handle` and `{prefix}_head`; in mesh mode each real part uses the mesh
+`{prefix}_handle_mesh` / `{prefix}_head_mesh`. A headless tool's head slot is INERT: a tiny box at
+the handle's centre that collides with nothing, weighs nothing and is not drawn, so the tool is
+physically just its handle while every scene has the same geoms (and so one MjData layout). Names,
+contact bits, friction, group and rgba depend only on the topology and on the arguments, never on
+the tool's sizes; only types, sizes, poses and mesh vertices vary from tool to tool.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ TOOL_FRICTION = 0.5
 TOOL_RGBA = ((0.85, 0.55, 0.2, 1.0), (0.35, 0.35, 0.4, 1.0))  # handle, head
 GHOST_RGBA = (0.2, 0.9, 0.2, 0.35)
 VISUAL_GROUP = 2
+# The inert head slot of headless tools: drawn in no default-visible group (0-2), and with a
+# contact type no geom's affinity has, so it never collides, yet MuJoCo keeps it in the body's
+# collision BVH (a geom with no contact bits at all is left out, which would change the tree).
+HIDDEN_GROUP = 5
+INERT_CONTYPE = 1 << 30
+INERT_HALF_SIZE = 1e-3
 
 # Mesh capsule resolution: points per ring, and latitude rings per hemisphere (pole excluded).
 # The hull is inscribed in the true capsule; mass and inertia come from the tool's explicit
@@ -98,7 +106,8 @@ def add_tool_geoms(
     prefix: str = "object",
     ghost: bool = False,
 ) -> list[mujoco.MjsGeom]:
-    """Add `tool`'s handle (and head) geoms to `body`; returns them, handle first.
+    """Add `tool`'s handle and head geoms to `body` (an inert head slot if it has none); returns
+    them, handle first.
 
     geometry: "primitive" (box / capsule / box) or "mesh" (convex meshes with the same outer shape;
     meshes are added to `spec`). ghost: a massless, non-colliding, translucent copy for a mocap goal.
@@ -136,4 +145,17 @@ def add_tool_geoms(
         geoms.append(
             _add_part(spec, body, f"{prefix}_head", verts, head, float(tool.head_density), TOOL_RGBA[1], ghost=ghost)
         )
+    else:
+        geoms.append(_add_inert_slot(body, f"{prefix}_head", ghost=ghost))
     return geoms
+
+
+def _add_inert_slot(body: mujoco.MjsBody, name: str, *, ghost: bool) -> mujoco.MjsGeom:
+    """A geom that exists only to keep the slot layout: no contact, no mass, not drawn. (A ghost's
+    geoms have no contact bits at all, so neither has its inert slot.)"""
+    geom = body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=[0.0, 0.0, 0.0], size=[INERT_HALF_SIZE] * 3,
+                         density=0.0)
+    geom.contype, geom.conaffinity, geom.group = 0 if ghost else INERT_CONTYPE, 0, HIDDEN_GROUP
+    geom.rgba = [0.0, 0.0, 0.0, 0.0]
+    geom.friction = [TOOL_FRICTION, 0.005, 0.0001]  # as a real head's: one field fewer differs per tool
+    return geom

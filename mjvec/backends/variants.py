@@ -86,9 +86,10 @@ def _mesh_key(model: mujoco.MjModel, mesh: int) -> bytes:
 
 
 def _mesh_dataids(model: mujoco.MjModel) -> np.ndarray:
-    """geom_dataid with mesh references set to -2 (they are compared by content, not by id)."""
+    """geom_dataid with mesh references and primitives' -1 both set to -2: which mesh a slot uses
+    (if any) is per env; only other assets (height fields) must be the same in a group."""
     ids = model.geom_dataid.copy()
-    ids[np.isin(model.geom_type, _MESH_GEOM_TYPES) & (ids >= 0)] = -2
+    ids[np.isin(model.geom_type, _MESH_GEOM_TYPES) | (ids < 0)] = -2
     return ids
 
 
@@ -153,7 +154,8 @@ class _GroupBuilder:
         self.key = key
         self.variants = [variant]
         self.first = model
-        names = [n for n in model_arrays(model) + option_fields(model) if n in per_env and n != "geom_dataid"]
+        names = [n for n in model_arrays(model) + option_fields(model)
+                 if n in per_env and n != "geom_dataid" and not _is_asset(n)]
         self.reference = {n: np.array(field_value(model, n)) for n in names}
         self.reference = {n: v for n, v in self.reference.items() if v.size}
         self.rows: dict[str, list[np.ndarray]] = {}
@@ -343,12 +345,12 @@ class Routing:
                 out[group.env_ids] = np.reshape(values, (values.shape[0], *tail))
         return out
 
-    def geom_types(self) -> np.ndarray:
-        """(num_envs, ngeom) each env's own mjtGeom type of canonical slot j, -1 where absent."""
+    def geom_types(self, per_group: Sequence[np.ndarray]) -> np.ndarray:
+        """(num_envs, ngeom) each env's own mjtGeom type of canonical slot j, -1 where absent,
+        from per-group (E_g, ngeom_g) types."""
         canonical = canonical_model(self.groups)
         out = np.full((self.group_of_env.size, canonical.ngeom), -1, np.int64)
-        for group in self.groups:
+        for group, types in zip(self.groups, per_group, strict=True):
             have = np.flatnonzero(group.geom_map >= 0)
-            types = group.env_values("geom_type")
-            out[np.ix_(group.env_ids, have)] = types[:, group.geom_map[have]]
+            out[np.ix_(group.env_ids, have)] = np.asarray(types)[:, group.geom_map[have]]
         return out

@@ -57,6 +57,15 @@ def default_num_threads() -> int:
         return os.cpu_count() or 1
 
 
+def _return_freed_memory() -> None:
+    """Give the heap freed by compiling every variant back to the OS (glibc keeps it otherwise, and
+    it would count as this backend's resident memory). A no-op where malloc_trim does not exist."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def batch_field(name: str) -> str:
     """The `mujoco.batch` name of a capability field ('gravity' is the option 'opt.gravity')."""
     return f"opt.{name}" if name in F.OPTION_FIELDS else name
@@ -91,6 +100,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
         for group, batch in zip(self._groups, self._batches, strict=True):
             for name, rows in group.fields.items():
                 batch.expand(name)[...] = rows[group.rows]
+            group.fields = {}  # the Batch holds every env's rows now; the per-variant copy is spare
         self._model = canonical_model(self._groups)
         self._timestep = float(self._model.opt.timestep)
         self._views: dict[str, np.ndarray] = {}
@@ -106,6 +116,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._start_lifetime()
         for name in ("qpos", "qvel", "ctrl", "xfrc_applied"):
             self.bind(name)
+        _return_freed_memory()
 
     # ---- identity -------------------------------------------------------------------------
     @property
@@ -129,7 +140,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
     @property
     def geom_types(self) -> np.ndarray:
         """(num_envs, ngeom) int: the mjtGeom type of canonical slot j in env i's variant, -1 if absent."""
-        return self._routing.geom_types()
+        return self._routing.geom_types([self._rows(g, "geom_type") for g in range(len(self._groups))])
 
     # ---- model fields ---------------------------------------------------------------------
     def _rows(self, g: int, name: str) -> np.ndarray:
