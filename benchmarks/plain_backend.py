@@ -78,15 +78,12 @@ class PlainBackend:
         return np.zeros(self.num_envs, bool)
 
     def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+        """mj_resetData (inputs and mocap included), then qpos/qvel, then mj_forward."""
         for k, i in enumerate(np.asarray(env_ids)):
             m, d = self._models[i], self._datas[i]
             mujoco.mj_resetData(m, d)
-            self._views["ctrl"][i] = 0.0
-            self._views["xfrc_applied"][i] = 0.0
             d.qpos[:], d.qvel[:] = qpos[k], qvel[k]
-        self._sync_in(env_ids)
-        for i in env_ids:
-            mujoco.mj_forward(self._models[i], self._datas[i])
+            mujoco.mj_forward(m, d)
         self._sync_out(env_ids)
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
@@ -104,6 +101,12 @@ class PlainBackend:
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         raise NotImplementedError("the plain alternative has no batched field writes")
+
+    def env_template(self, env_id: int) -> mujoco.MjModel:
+        return self._models[env_id]
+
+    def write_env_model(self, env_id: int, model: mujoco.MjModel) -> None:
+        """Nothing to write: the template of env `env_id` is its own model."""
 
     def close(self) -> None:
         self._datas.clear()

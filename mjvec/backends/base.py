@@ -53,9 +53,9 @@ def combine_levels(levels: Iterable[RecomputeLevel]) -> RecomputeLevel:
     return functools.reduce(operator.or_, levels, RecomputeLevel.NONE)
 
 
-# Fields that define which geometry a slot is or whether it collides. Writing them per env
-# breaks the variant layout (and an out-of-range dataid segfaults mjbatch-uni 0.2.5), so no
-# backend ever declares them writable and every backend rejects them by name.
+# Fields that define which geometry a slot is or whether it collides. They are each env's own
+# variant's (the BVHs, pair filters and mesh ids are built around them), so no backend ever
+# declares them writable and every backend rejects them by name.
 IDENTITY_FIELDS = frozenset({"geom_dataid", "geom_type", "geom_contype", "geom_conaffinity"})
 
 # What the first axis of a field's per-env tail indexes, by the field's name prefix.
@@ -380,8 +380,18 @@ class Backend(Protocol):
     def reset(self, env_ids: np.ndarray, qpos: Any, qvel: Any) -> None:
         """Reset the listed envs to mj_resetData, then set qpos/qvel (K, nq)/(K, nv), then forward.
 
-        ctrl and xfrc_applied of those envs are zeroed. Other envs are untouched.
+        Every other state field of those envs (ctrl, xfrc_applied, mocap poses, ...) takes
+        mj_resetData's value, whatever was written to it before the call. Other envs are untouched.
         """
+        ...
+
+    def env_template(self, env_id: int) -> mujoco.MjModel:
+        """The model of env `env_id`'s group, shared by its envs (copy it before writing into it)."""
+        ...
+
+    def write_env_model(self, env_id: int, model: mujoco.MjModel) -> None:
+        """Write the model env `env_id` runs on (its own per-env values included) into `model`, a copy
+        of `env_template(env_id)`: to render the env, or to hand it to any mj_ function."""
         ...
 
     def forward(self, env_ids: np.ndarray | None = None) -> None: ...
