@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import mujoco
 import numpy as np
+from gymnasium.vector import VectorEnv
 
 from mjvec.assets import robot as R
 from mjvec.assets import scene as S
@@ -49,7 +50,9 @@ __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "SimToolRealEnv"]
 REWARD_TERMS = ("approach", "lift", "lift_bonus", "keypoint", "success_bonus", "arm_speed", "hand_speed")
 
 
-class SimToolRealEnv(MjVecEnv):
+# VectorEnv is named again among the bases for libraries that recognise a Gymnasium env by the
+# module of its class's direct bases (skrl's wrap_env).
+class SimToolRealEnv(MjVecEnv, VectorEnv):
     """The SimToolReal task over any backend (see the module docstring).
 
     backend: a `Backend` whose scene's variant v is `scene_spec(v, tool_geometry, catalog)`.

@@ -161,7 +161,12 @@ def require_hooks(env: VectorEnv, *protocols: type, who: str) -> Any:
 
 class HookWrapper(VectorEnvAPI, VectorWrapper):
     """Base of mjvec's randomization wrappers: the Gymnasium vector-env interface RL libraries
-    expect (`mjvec.vector_api`), and release on close of everything registered through `_register`."""
+    expect (`mjvec.vector_api`), and release on close of everything registered through `_register`.
+
+    Subclasses name `VectorWrapper` again among their bases (``class W(HookWrapper, VectorWrapper)``):
+    some libraries recognise a Gymnasium env by the module of its class's direct bases (skrl's
+    ``wrap_env``), so an mjvec wrapper must show a ``gymnasium`` base there.
+    """
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)

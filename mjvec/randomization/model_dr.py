@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import mujoco
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.backends.base import FieldWrite
 from mjvec.errors import ConfigError, FieldWriteError, allowed
@@ -72,7 +72,7 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
     return np.array(dofs, np.int64)
 
 
-class DomainRandomization(HookWrapper):
+class DomainRandomization(HookWrapper, VectorWrapper):
     """Randomize model fields on lifecycle events (see the module docstring).
 
     env: an mjvec env (or a wrapper of one); its `unwrapped` must have `backend`, `lifecycle` and

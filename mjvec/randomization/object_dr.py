@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError
 from mjvec.randomization.hooks import (
@@ -43,7 +43,7 @@ def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) 
     return out
 
 
-class ObjectPoseLatency(HookWrapper):
+class ObjectPoseLatency(HookWrapper, VectorWrapper):
     """The policy sees the object pose from 0..max_delay control steps ago (random per env per
     step), plus N(0, pos_std) position noise and a rotation of U(-rot_deg, rot_deg) about a
     uniformly random axis. The critic and the reward keep the true pose.
@@ -99,7 +99,7 @@ class ObjectPoseLatency(HookWrapper):
         return self._observed[0].copy(), self._observed[1].copy()
 
 
-class ObjectScaleNoise(HookWrapper):
+class ObjectScaleNoise(HookWrapper, VectorWrapper):
     """Multiply the observed grasp-box scales (and so the observation keypoints) by U(low, high)
     per axis, drawn per env at every reset of that env (stream ``dr/scale_noise``).
 
@@ -123,7 +123,7 @@ class ObjectScaleNoise(HookWrapper):
         return np.asarray(self._base.object_scales) * self._mult
 
 
-class RandomPushes(HookWrapper):
+class RandomPushes(HookWrapper, VectorWrapper):
     """One-control-step random force/torque pushes on the task's push body through the backend's
     declared ``xfrc_applied`` input (`mjvec.randomization.inputs.StateInput`).
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.hooks import EnvHooks, HookWrapper, ObsEvent, PolicyLayoutHooks, require_hooks
@@ -92,7 +92,7 @@ class _DelayQueue:
         return self.buf[(self.head + ages) % self.depth, np.arange(ages.size)]
 
 
-class ObservationNoise(HookWrapper):
+class ObservationNoise(HookWrapper, VectorWrapper):
     """Add N(0, std) to one block of the policy observation (default: joint_vel, 0.1).
 
     Needs `EnvHooks` and `PolicyLayoutHooks`. Each step draws one noise vector per env on the
@@ -130,7 +130,7 @@ class ObservationNoise(HookWrapper):
         return _with_policy(obs, policy)
 
 
-class ObservationDelay(HookWrapper):
+class ObservationDelay(HookWrapper, VectorWrapper):
     """Deliver the policy observation from 0..max_delay control steps ago (random per env per step).
 
     Needs `EnvHooks`. Each step draws one age per env on ``dr/obs_delay``; a reset draws nothing
@@ -156,7 +156,7 @@ class ObservationDelay(HookWrapper):
         return _with_policy(obs, self._queue.read(ages))
 
 
-class ActionDelay(HookWrapper):
+class ActionDelay(HookWrapper, VectorWrapper):
     """Apply the action from 0..max_delay control steps ago (random per env per step).
 
     Needs `EnvHooks`. Each step that runs draws one age per env on ``dr/action_delay``; an env's
