@@ -102,6 +102,10 @@ def test_state_input_refuses_undeclared_inputs_and_bad_values() -> None:
     with pytest.raises(ConfigError, match=r"values must be finite with shape \(2, 1, 6\)"):
         xfrc.write(np.arange(2), np.array([1]), np.full((2, 1, 6), np.nan))
     np.testing.assert_array_equal(env.backend.xfrc_applied, before)
+    xfrc.write(np.array([1]), np.array([2]), np.full((1, 1, 6), 3.0))
+    expected = before.copy()
+    expected[1, 2] = 3.0
+    np.testing.assert_array_equal(env.backend.xfrc_applied, expected)
 
 
 def test_close_releases_every_hook_of_the_paper_stack() -> None:

@@ -62,13 +62,15 @@ from gymnasium.vector.utils import batch_space
 from mjvec.envs._autoreset import (
     EpisodeStats,
     check_task_info,
+    copy_obs,
     masked_info,
+    merge_rows,
     parse_autoreset_mode,
     parse_reset_options,
     parse_seed,
 )
 from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
-from mjvec.envs.lifecycle import EVENTS, Lifecycle
+from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.randomization.hooks import ObsEvent, ObsTransform
@@ -167,7 +169,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         self._task_info: Mapping[str, Any] = {}
         self._action_transforms: list[Callable[[np.ndarray], np.ndarray]] = []
         self._obs_transforms: list[ObsTransform] = []
-        self._slots: dict[str, Callable[..., Any] | None] = {}
+        # Named one-source hooks a task declares (`HookSlots.declare`) and wrappers fill.
+        self._slots = HookSlots(type(self).__name__)
         # The last observation returned (numpy, kept only while observation transforms exist): the
         # rows a partial reset returns for the envs it does not reset.
         self._last_obs: Any = None
@@ -225,35 +228,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         counts = {f"lifecycle.{event}": self.lifecycle.num_subscribers(event) for event in EVENTS}
         counts["observation_transforms"] = len(self._obs_transforms)
         counts["action_transforms"] = len(self._action_transforms)
-        counts.update({f"slot.{name}": int(fn is not None) for name, fn in self._slots.items()})
+        counts.update({f"slot.{name}": filled for name, filled in self._slots.counts().items()})
         return counts
-
-    def _declare_slot(self, name: str) -> None:
-        """Declare a one-source hook slot named `name` (a task calls this in its constructor)."""
-        self._slots.setdefault(name, None)
-
-    def _fill_slot(self, name: str, fn: Callable[..., Any]) -> Callable[[], None]:
-        """Make `fn` the source of slot `name`; returns the release. One source per slot."""
-        if name not in self._slots:
-            raise ConfigError(f"{type(self).__name__} declares no hook slot {name!r}; it declares {list(self._slots)}")
-        if not callable(fn):
-            raise ConfigError(f"the source for hook slot {name!r} must be callable, got {fn!r}")
-        if self._slots[name] is not None:
-            raise ConfigError(
-                f"hook slot {name!r} of {type(self).__name__} already has a source (another wrapper filled it); "
-                "use one such wrapper, or close the other first"
-            )
-        self._slots[name] = fn
-
-        def release() -> None:
-            if self._slots.get(name) is fn:
-                self._slots[name] = None
-
-        return release
-
-    def _slot(self, name: str) -> Callable[..., Any] | None:
-        """The current source of slot `name`, or None."""
-        return self._slots.get(name)
 
     # ---- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -382,12 +358,12 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         for transform in self._obs_transforms:
             obs = transform(obs, event)
         if not event.stepped and previous is not None and event.reset_ids.size < self.num_envs:
-            obs = _merge_rows(previous, obs, event.reset_ids)
+            obs = merge_rows(previous, obs, event.reset_ids)
         return obs
 
     def _finish_obs(self, obs: Any) -> Any:
         """Remember the returned obs (while transforms exist) and convert it to the output kind."""
-        self._last_obs = _copy_obs(obs) if self._obs_transforms else None
+        self._last_obs = copy_obs(obs) if self._obs_transforms else None
         return to_output(obs, self._torch, self._device)
 
     def _check_obs(self, obs: Any) -> None:
@@ -449,17 +425,3 @@ def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:
 
     return unsubscribe
 
-
-def _copy_obs(obs: Any) -> Any:
-    if isinstance(obs, Mapping):
-        return {k: _copy_obs(v) for k, v in obs.items()}
-    return np.array(to_numpy(obs), copy=True)
-
-
-def _merge_rows(previous: Any, fresh: Any, ids: np.ndarray) -> Any:
-    """A copy of `previous` with the rows `ids` taken from `fresh` (recursing into dicts)."""
-    if isinstance(previous, Mapping):
-        return {k: _merge_rows(previous[k], fresh[k], ids) for k in previous}
-    out = np.array(to_numpy(previous), copy=True)
-    out[ids] = to_numpy(fresh)[ids]
-    return out

@@ -120,8 +120,8 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         if obs_mode == "asymmetric":  # a bound output is copied out every step: bind only what is read
             self._cvel = backend.bind("cvel")
             self._subtree_com = backend.bind("subtree_com")
-        self._declare_slot("object_pose")
-        self._declare_slot("object_scales")
+        self._slots.declare("object_pose")
+        self._slots.declare("object_scales")
 
     # ---- construction helpers --------------------------------------------------------------
     def _bind_model(self, model: mujoco.MjModel) -> None:
@@ -219,20 +219,20 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
 
         One source at a time (a second raises ConfigError). The critic and the reward keep the true pose.
         """
-        return self._fill_slot("object_pose", source)
+        return self._slots.fill("object_pose", source)
 
     def set_object_scale_source(self, source: Callable[[], np.ndarray]) -> Callable[[], None]:
         """The observed grasp-box scales become `source()` ((N, 3)); returns the release (one at a time)."""
-        return self._fill_slot("object_scales", source)
+        return self._slots.fill("object_scales", source)
 
     def observed_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """The object pose the POLICY sees now: the slot's source, or the true pose."""
-        source = self._slot("object_pose")
+        source = self._slots.get("object_pose")
         return self.true_object_pose() if source is None else source()
 
     def observed_object_scales(self) -> np.ndarray:
         """(N, 3) grasp-box scales the policy sees (and obs keypoints use): the slot's source, or the true ones."""
-        source = self._slot("object_scales")
+        source = self._slots.get("object_scales")
         return self.object_scales if source is None else source()
 
     @property

@@ -8,8 +8,8 @@ The backend contract this targets (proposed; not yet in `mjvec.backends.base`):
 
 - ``Capabilities.inputs: frozenset[str]``: the state inputs the backend accepts writes to
   (``{"ctrl", "xfrc_applied"}`` for both backends). Key presence is the capability.
-- ``Backend.write_input(name: str, env_ids: np.ndarray, index: np.ndarray | None,
-  values: np.ndarray) -> None``: set input `name` of the local envs `env_ids` (K,) at rows
+- ``Backend.write_input(name: str, env_ids: np.ndarray | None, index: np.ndarray | None,
+  values: np.ndarray) -> None``: set input `name` of the local envs `env_ids` (K,) (None: all) at rows
   `index` (M,) of its per-env first axis (body ids for ``xfrc_applied``; None: the whole tail) to
   `values` ((K, M, *tail[1:]) or (K, *tail)); applied at the next ``step``; ``reset`` zeroes the
   inputs of the envs it resets. Validates name, ids, shapes and finiteness before writing anything.
@@ -55,23 +55,26 @@ class StateInput:
         self._write = getattr(backend, "write_input", None)
         self._tail = tuple(np.shape(getattr(backend, name))[1:]) if self._write is None else None
 
-    def write(self, env_ids: np.ndarray, index: np.ndarray | None, values: np.ndarray) -> None:
-        """Set the input of envs `env_ids` at rows `index` (None: whole tail) to `values`."""
+    def write(self, env_ids: np.ndarray | None, index: np.ndarray | None, values: np.ndarray) -> None:
+        """Set the input of envs `env_ids` (None: all) at rows `index` (None: whole tail) to `values`."""
         if self._write is not None:
             self._write(self.name, env_ids, index, values)
             return
-        ids = np.asarray(env_ids, np.int64).reshape(-1)
+        view = getattr(self._backend, self.name)
+        ids = slice(None) if env_ids is None else np.asarray(env_ids, np.int64).reshape(-1)
+        count = view.shape[0] if env_ids is None else ids.size  # type: ignore[union-attr]
         values = np.asarray(values, np.float64)
         rows = () if index is None else (np.asarray(index, np.int64).reshape(-1).size,)
         tail = self._tail[len(rows):] if index is not None else self._tail
-        expected = (ids.size, *rows, *tail)
+        expected = (count, *rows, *tail)
         if values.shape != expected or not np.isfinite(values).all():
             raise ConfigError(
                 f"write to input {self.name!r}: values must be finite with shape {expected}, got shape "
                 f"{values.shape}"
             )
-        view = getattr(self._backend, self.name)
         if index is None:
             view[ids] = values
+        elif env_ids is None:
+            view[:, np.asarray(index, np.int64).reshape(-1)] = values
         else:
-            view[ids[:, None], np.asarray(index, np.int64).reshape(1, -1)] = values
+            view[ids[:, None], np.asarray(index, np.int64).reshape(1, -1)] = values  # type: ignore[index]

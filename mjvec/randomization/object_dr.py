@@ -50,7 +50,8 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
 
     Needs `EnvHooks` and `ObjectPoseHooks`. Each control step (the lifecycle's interval event)
     pushes the true pose and draws one age and one noise sample per env; an env's reset refills
-    its queue with its initial pose and draws a fresh noise sample for it alone.
+    its queue with its initial pose and draws a fresh noise sample for it alone, on the streams'
+    "/reset" twins.
     """
 
     def __init__(self, env: VectorEnv, max_delay: int = 9, pos_std: float = 0.01, rot_deg: float = 5.0) -> None:
@@ -70,12 +71,12 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.lifecycle.subscribe("interval", self._advance))
 
-    def _sample(self, pose: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, pose: np.ndarray, ids: np.ndarray, suffix: str = "") -> tuple[np.ndarray, np.ndarray]:
         rng = self._base.rng
         # One draw of 6 normals: 3 for the position noise, 3 for a uniformly random axis.
-        z = rng.normal(ids, "dr/pose_noise", (6,))
+        z = rng.normal(ids, "dr/pose_noise" + suffix, (6,))
         pos = pose[:, :3] + self._pos_std * z[:, :3]
-        half = rng.uniform(ids, "dr/pose_rot_angle", -0.5 * self._rot, 0.5 * self._rot)  # half the angle
+        half = rng.uniform(ids, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
         return pos, _rotate_by_axis_angle(z[:, 3:], half, pose[:, 3:])
 
     def _advance(self, dt: float) -> None:
@@ -92,9 +93,9 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
             pos, quat = self._base.true_object_pose()
             self._queue.refill(np.concatenate([pos, quat], axis=1), refill)
             if self._observed is None:
-                self._observed = self._sample(self._queue.newest(), self._ids)
+                self._observed = self._sample(self._queue.newest(), self._ids, "/reset")
             else:
-                fresh = self._sample(self._queue.newest()[refill], refill)
+                fresh = self._sample(self._queue.newest()[refill], refill, "/reset")
                 self._observed[0][refill], self._observed[1][refill] = fresh
         return self._observed[0].copy(), self._observed[1].copy()
 
@@ -166,4 +167,4 @@ class RandomPushes(HookWrapper, VectorWrapper):
             mass = np.asarray(base.push_mass)[ids, None]
             self._wrench[ids, 0, :3] = base.rng.normal(ids, "dr/push_force", (3,)) * mass * self._scales[0]
             self._wrench[ids, 0, 3:] = base.rng.normal(ids, "dr/push_torque", (3,)) * mass * self._scales[1]
-        self._input.write(self._ids, self._body, self._wrench)
+        self._input.write(None, self._body, self._wrench)

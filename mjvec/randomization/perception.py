@@ -5,8 +5,11 @@ Streams. Every draw comes from the env's per-env streams (`mjvec.rng.EnvRandom`)
 made for exactly the envs it concerns, so an env's draws are a pure function of (seed, global env
 id, its own history): they do not depend on num_envs, on which other envs reset, or on a refused
 step. Per-step draws are made once per control step for every env (one vectorized call); reset
-draws only for the envs being reset, on streams of their own ("<stream>/reset"), so an env's
-per-step stream advances exactly once per step whether or not it was autoreset.
+draws only for the envs being reset, and where a wrapper draws both per step and per reset, the
+reset draws use a stream of their own ("<stream>/reset"), so an env's per-step streams advance
+exactly once per step whether or not it was autoreset. SAME_STEP's ``final_obs`` is a stepped batch
+(it draws what that step would have drawn had nothing reset); the reset envs' rows are then drawn
+as by ``reset(options={"reset_mask": done})``.
 
 Delay queues are refilled with the first value of a new episode, so nothing of an old episode is
 ever delivered in a new one.
