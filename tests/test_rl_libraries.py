@@ -38,7 +38,7 @@ class Recorder(VectorEnvAPI, gym.vector.VectorWrapper):
 
 
 # ---- skrl -----------------------------------------------------------------------------------------
-def test_skrl_wrap_env_and_a_short_ppo_run() -> None:
+def test_skrl_wrap_env_and_a_short_ppo_run(tmp_path) -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("skrl")
     from skrl.agents.torch.ppo import PPO
@@ -79,7 +79,8 @@ def test_skrl_wrap_env_and_a_short_ppo_run() -> None:
     memory = RandomMemory(memory_size=8, num_envs=env.num_envs, device=env.device)
     agent = PPO(models=models, memory=memory, observation_space=env.observation_space,
                 action_space=env.action_space, device=env.device,
-                cfg={"rollouts": 8, "learning_epochs": 1, "mini_batches": 1})
+                cfg={"rollouts": 8, "learning_epochs": 1, "mini_batches": 1,
+                     "experiment": {"directory": str(tmp_path), "write_interval": 0, "checkpoint_interval": 0}})
     before = models["policy"].net.weight.detach().clone()
     SequentialTrainer(env=env, agents=agent, cfg={"timesteps": 16, "headless": True, "disable_progressbar": True,
                                                   "close_environment_at_exit": False}).train()

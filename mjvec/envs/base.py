@@ -9,7 +9,9 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   id i), so trajectories do not depend on num_envs, thread count or which other envs reset (the
   Gymnasium convention of ``seed + i`` is replaced by this keying; a list of num_envs seeds gives
   env i the seed list[i]). With a reset mask only those envs are reset (and, if a seed is given,
-  reseeded) and their pending autoreset is cancelled; the returned obs is the full current obs.
+  reseeded) and their pending autoreset is cancelled; the returned obs has every env's row, the
+  envs not reset returning the rows they returned last (observation transforms draw only for the
+  envs reset).
   ``options`` is never mutated. ``seed=None`` never reseeds (the first streams come from OS entropy).
 - ``step(actions)``: actions (numpy or torch) are validated, and a step that DISABLED mode refuses is
   refused, before any state, queue or random stream moves (action transforms included); then the
