@@ -17,6 +17,12 @@ class ConfigError(MjvecError, ValueError):
     """A constructor argument or config value is outside its allowed set."""
 
 
+class UnknownOptionError(ConfigError, TypeError):
+    """A keyword option an env constructor does not accept (a TypeError too, as Python raises for an
+    unexpected keyword argument, so callers that probe optional keywords, such as torchrl's
+    ``frameskip``, can tell it apart)."""
+
+
 class CapabilityError(MjvecError, ValueError):
     """Something asked a backend for a field, option or layout it does not declare."""
 

@@ -3,6 +3,8 @@ mj_setConst, stepped with plain mujoco; unwrapped runs for the untouched / zero-
 
 from __future__ import annotations
 
+import re
+
 import mujoco
 import numpy as np
 import pytest
@@ -199,3 +201,77 @@ def test_undeclared_field_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
                                                                  caps.device, caps.exact_variants))
     with pytest.raises(CapabilityError, match="'dof_damping' is not writable on the 'cpu' backend"):
         DomainRandomization(env, (EventTerm("dof_damping", 0.5, 1.5, targets=("j1",)),))
+
+
+# ---- construction-time refusals of terms that could only fail later -----------------------------------
+@pytest.mark.parametrize("targets", [(".*",), ("goal",)])
+def test_mass_term_on_massless_bodies_is_refused_at_construction(targets) -> None:
+    import gymnasium as gym
+
+    import mjvec
+
+    term = EventTerm("body_mass", 0.5, 2.0, targets=targets, name="masses")
+    massless = r"\{camera_mount, goal, world\}" if targets == (".*",) else r"\{goal\}"
+    with pytest.raises(ConfigError, match=rf"term 'masses' \(body_mass\): targets {re.escape(repr(targets))} match "
+                                          rf"massless bodies {massless}.*Fix: target only bodies with mass; bodies "
+                                          r"with mass in every env are \{.*iiwa14_link_0"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=6, num_threads=1, randomization=[term])
+
+
+def test_mass_term_on_bodies_with_mass_resets_with_finite_inertia() -> None:
+    """The positive side of the refusal: the bodies the error suggests are accepted, and every reset
+    writes finite masses and inertias equal to the defaults times the drawn factor (hand computation)."""
+    env = ArmEnv(3)
+    wrapped = DomainRandomization(env, (EventTerm("body_mass", 0.5, 2.0, targets=("link1", "link2", "obj")),))
+    wrapped.reset(seed=1)
+    ids = [env.backend.model.body(n).id for n in ("link1", "link2", "obj")]
+    factor = wrapped.dr_params["body_mass"]
+    np.testing.assert_allclose(env.backend.field_values("body_mass")[:, ids],
+                               env.backend.defaults("body_mass")[:, ids] * factor, rtol=1e-12)
+    inertia = env.backend.field_values("body_inertia")[:, ids]
+    assert np.isfinite(inertia).all()
+    np.testing.assert_allclose(inertia, env.backend.defaults("body_inertia")[:, ids] * factor[..., None], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mode": "interval", "interval_s": (1.0, 2.0, 3.0)},
+         r"term 'body_mass': interval_s must be a pair \(min, max\) of finite seconds .*got \(1.0, 2.0, 3.0\)"),
+        ({"mode": "interval", "interval_s": ("a", "b")},
+         r"term 'body_mass': interval_s\[0\] must be a real number \(int or float\), got str 'a'"),
+        ({"mode": "interval", "interval_s": (2.0, 1.0)}, r"interval_s must be a pair .*0 < min <= max"),
+        ({"targets": "object"}, r"targets must be a tuple of names or regex patterns, got the str 'object'.*"
+                                r"write targets=\('object',\)"),
+        ({"targets": ("obj", 3)}, r"every target must be a non-empty str \(a name or regex\), got \[3\]"),
+        ({"targets": 5}, r"targets must be a tuple of names or regex patterns, got int 5"),
+        ({"low": "0.5"}, r"term 'body_mass': low must be a real number \(int or float\), got str '0.5'"),
+        ({"low": None}, r"term 'body_mass': low must be a real number \(int or float\), got NoneType None"),
+        ({"high": True}, r"high must be a real number \(int or float\), got bool True"),
+        ({"kind": ["body_mass"]}, r"kind \['body_mass'\] is not one of \{actuator_kd"),
+        ({"recompute_inertia": "yes"}, r"recompute_inertia must be True or False, got 'yes'"),
+        ({"name": 3}, r"EventTerm name must be a str, got int 3"),
+    ],
+)
+def test_term_argument_types_are_checked_at_construction(kwargs, match) -> None:
+    args = {"kind": "body_mass", "low": 0.5, "high": 2.0, "targets": ("obj",), **kwargs}
+    with pytest.raises(ConfigError, match=match):
+        EventTerm(**args)
+
+
+@pytest.mark.parametrize(
+    ("randomization", "match"),
+    [
+        (5, r"randomization must be None, a preset name \(\{paper\}\) or a sequence of EventTerm; got int 5"),
+        (EventTerm("gravity", 0, 1), r"got EventTerm .*wrap a single term in a list: randomization=\[term\]"),
+        ({EventTerm("gravity", 0, 1)}, r"or a sequence of EventTerm; got set"),
+        ([EventTerm("gravity", 0, 1), "paper"], r"entries \['1: str'\] are not EventTerm"),
+    ],
+)
+def test_randomization_option_types_are_checked(randomization, match) -> None:
+    import gymnasium as gym
+
+    import mjvec
+
+    with pytest.raises(ConfigError, match=match):
+        gym.make_vec(mjvec.ENV_ID, num_envs=1, num_tools=6, randomization=randomization)

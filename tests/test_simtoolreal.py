@@ -227,7 +227,7 @@ def test_success_after_ten_steps_at_goal_then_delta_goal(monkeypatch):
         original = task._evaluate
 
         def goal_at_object(active):
-            pos, quat = task._true_object_pose()
+            pos, quat = task.true_object_pose()
             task._set_goal_pose(np.arange(2), pos, quat)
             return original(active)
 
@@ -240,7 +240,7 @@ def test_success_after_ten_steps_at_goal_then_delta_goal(monkeypatch):
         np.testing.assert_allclose(info["reward_terms"]["success_bonus"], 1000.0)
         assert not term.any() and not trunc.any()
         assert (task.progress == 0).all() and (task.near_goal_steps == 0).all()
-        obj_pos, _ = task._true_object_pose()
+        obj_pos, _ = task.true_object_pose()
         low, high = np.array(task.cfg.goal_low), np.array(task.cfg.goal_high)
         # Delta goal: within 0.1 m per axis of the previous goal (the object pose), clamped to the box.
         assert (np.abs(task.goal_pos - np.clip(obj_pos, low, high)) <= 0.1 + 1e-9).all()
@@ -276,7 +276,7 @@ def test_truncation_after_max_episode_steps_and_fall_termination():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"colour": "red"}, r"unknown option\(s\) \['colour'\].*allowed options are"),
+        ({"colour": "red"}, r"unexpected keyword argument 'colour'.*allowed options are"),
         ({"backend": "gpu"}, r"backend='gpu' is not supported; allowed values are \{cpu, warp\}"),
         ({"num_tools": 0}, r"num_tools must be an int in \[1, 600\]"),
         ({"num_tools": 601}, r"num_tools must be an int in \[1, 600\]"),
@@ -323,22 +323,26 @@ def test_register_envs_is_idempotent():
     assert spec.vector_entry_point is not None and spec.max_episode_steps is None
 
 
-def test_observed_object_pose_override_moves_policy_keypoints_only(monkeypatch, env4):
+def test_object_pose_source_moves_policy_keypoints_only(env4):
     task = env4.unwrapped
     shift = np.array([0.01, -0.02, 0.03])
-    true_pose = task._true_object_pose
+    true_pose = task.true_object_pose
 
     def shifted():
         pos, quat = true_pose()
         return pos + shift, quat
 
-    monkeypatch.setattr(task, "_observed_object_pose", shifted)
+    release = task.set_object_pose_source(shifted)
     obs, _ = env4.reset(seed=8)
     pol, crit = obs["policy"], obs["critic"]
     for block in ("keypoints_rel_palm", "keypoints_rel_goal"):
         diff = (pol[:, PSL[block]] - crit[:, CSL[block]]).reshape(4, 4, 3)
         np.testing.assert_allclose(diff, np.broadcast_to(shift, diff.shape), atol=1e-6)
     np.testing.assert_array_equal(pol[:, PSL["joint_pos"]], crit[:, CSL["joint_pos"]])
+    release()
+    obs, _ = env4.reset(seed=8)
+    block = "keypoints_rel_palm"
+    np.testing.assert_array_equal(obs["policy"][:, PSL[block]], obs["critic"][:, CSL[block]])
 
 
 def test_lift_latch_and_bonus_through_the_env():

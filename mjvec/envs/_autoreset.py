@@ -4,6 +4,7 @@
 - `parse_reset_options` / `parse_seed`: validation of ``reset(seed=, options=)`` before any state
   changes, with SyncVectorEnv's error types for the reset mask.
 - `masked_info`: a task info dict plus Gymnasium's ``"_key"`` masks.
+- `copy_obs` / `merge_rows`: the last returned observation, and a partial reset's rows merged into it.
 - `EpisodeStats`: the opt-in native ``info["episode"]``.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, allowed
 
 RESET_OPTION_KEYS = ("reset_mask",)
@@ -180,3 +182,19 @@ class EpisodeStats:
         if success is not None:
             episode["success"] = np.asarray(success, dtype=bool) & done
         return episode
+
+
+def copy_obs(obs: Any) -> Any:
+    """A deep copy of an observation (numpy arrays, or a dict of them)."""
+    if isinstance(obs, Mapping):
+        return {k: copy_obs(v) for k, v in obs.items()}
+    return np.array(to_numpy(obs), copy=True)
+
+
+def merge_rows(previous: Any, fresh: Any, ids: np.ndarray) -> Any:
+    """A copy of `previous` with the rows `ids` taken from `fresh` (recursing into dicts)."""
+    if isinstance(previous, Mapping):
+        return {k: merge_rows(previous[k], fresh[k], ids) for k in previous}
+    out = np.array(to_numpy(previous), copy=True)
+    out[ids] = to_numpy(fresh)[ids]
+    return out

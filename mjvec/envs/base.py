@@ -9,15 +9,22 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   id i), so trajectories do not depend on num_envs, thread count or which other envs reset (the
   Gymnasium convention of ``seed + i`` is replaced by this keying; a list of num_envs seeds gives
   env i the seed list[i]). With a reset mask only those envs are reset (and, if a seed is given,
-  reseeded) and their pending autoreset is cancelled; the returned obs is the full current obs.
+  reseeded) and their pending autoreset is cancelled; the returned obs has every env's row, the
+  envs not reset returning the rows they returned last (observation transforms draw only for the
+  envs reset).
   ``options`` is never mutated. ``seed=None`` never reseeds (the first streams come from OS entropy).
-- ``step(actions)``: actions (numpy or torch) are validated before any state changes, then clipped
-  to the action space. Autoreset follows ``metadata["autoreset_mode"]``:
+- ``step(actions)``: actions (numpy or torch) are validated, and a step that DISABLED mode refuses is
+  refused, before any state, queue or random stream moves (action transforms included); then the
+  actions are clipped to the action space. Autoreset follows ``metadata["autoreset_mode"]``:
   NEXT_STEP (default): an env done at step t returns its terminal obs at t; at t+1 it is reset after
   the physics step (its action is ignored) and returns its reset obs, reward 0, term = trunc = False.
-  SAME_STEP: a done env is reset inside the done step; ``info["final_obs"]`` (dense (N, ...), rows
-  meaningful where ``info["_final_obs"]``) holds its terminal obs, ``info["final_info"]`` a shallow
-  copy of that step's info (``info["_final_info"]`` = done); the returned obs rows are reset obs.
+  SAME_STEP: a done env is reset inside the done step; ``info["final_obs"]`` (dense (N, ...) numpy,
+  rows meaningful where ``info["_final_obs"]``) holds its terminal obs as the policy would have seen
+  it had the env not reset: the task's terminal obs through the observation transforms as a normal
+  step (`ObsEvent` stepped=True), so noise, delays and latency are in it and it draws exactly what
+  that step would have drawn; the reset envs' returned rows are then reset obs, transformed as by
+  ``reset(options={"reset_mask": done})`` (so per-step streams advance once per step, autoreset or
+  not). ``info["final_info"]`` is a shallow copy of that step's info (``info["_final_info"]`` = done).
   DISABLED: stepping while an env is done raises `ResetNeededError`; reset it with a reset mask.
 - Simulation errors: an env whose physics failed in a step (``backend.step``'s mask) is reset in that
   same step and returns reward 0, terminated False, truncated True and its POST-reset obs (its
@@ -35,6 +42,10 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - ``render()`` (render_mode="rgb_array"): a lazy sequence of num_envs frames, env i drawn only when
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
+- Hooks for wrappers (`mjvec.randomization.hooks.EnvHooks`): observation and action transforms,
+  named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
+- The vector-env interface RL libraries expect (`mjvec.vector_api`): ``autoreset_mode``,
+  ``len(env)``, ``call``, ``get_attr``, ``set_attr``.
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
 """
 
@@ -52,16 +63,20 @@ from gymnasium.vector.utils import batch_space
 from mjvec.envs._autoreset import (
     EpisodeStats,
     check_task_info,
+    copy_obs,
     masked_info,
+    merge_rows,
     parse_autoreset_mode,
     parse_reset_options,
     parse_seed,
 )
 from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
-from mjvec.envs.lifecycle import Lifecycle
+from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
+from mjvec.randomization.hooks import ObsEvent, ObsTransform
 from mjvec.rng import EnvRandom
+from mjvec.vector_api import VectorEnvAPI
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
 
@@ -70,7 +85,11 @@ log = logging.getLogger(__name__)
 RENDER_MODES = ("rgb_array",)
 
 
-class MjVecEnv(VectorEnv):
+_NO_IDS = np.zeros(0, np.int64)
+_NO_IDS.setflags(write=False)
+
+
+class MjVecEnv(VectorEnvAPI, VectorEnv):
     """Base of every mjvec task (see the module docstring for the full contract).
 
     Provided to subclasses: ``backend``, ``num_envs``, ``global_env_ids`` (N,) int64, ``rng``
@@ -107,7 +126,7 @@ class MjVecEnv(VectorEnv):
             raise ConfigError(
                 f"render_mode={render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
             )
-        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
+        mode = parse_autoreset_mode(autoreset_mode)
         self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
         self.array_backend = array_backend
         self.device = self._device
@@ -128,7 +147,7 @@ class MjVecEnv(VectorEnv):
         self.metadata = {
             "render_modes": list(RENDER_MODES),
             "render_fps": 1.0 / self.control_dt,
-            "autoreset_mode": self.autoreset_mode,
+            "autoreset_mode": mode,
         }
         self.render_mode = render_mode
         self._renderer = (
@@ -149,7 +168,12 @@ class MjVecEnv(VectorEnv):
         self._checked_info = False
         self._task_info: Mapping[str, Any] = {}
         self._action_transforms: list[Callable[[np.ndarray], np.ndarray]] = []
-        self._obs_transforms: list[Callable[[Any, bool], Any]] = []
+        self._obs_transforms: list[ObsTransform] = []
+        # Named one-source hooks a task declares (`HookSlots.declare`) and wrappers fill.
+        self._slots = HookSlots(type(self).__name__)
+        # The last observation returned (numpy, kept only while observation transforms exist): the
+        # rows a partial reset returns for the envs it does not reset.
+        self._last_obs: Any = None
 
     # ---- hooks the task implements ---------------------------------------------------------
     def _apply_action(self, actions: np.ndarray) -> None:
@@ -181,19 +205,31 @@ class MjVecEnv(VectorEnv):
     def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[], None]:
         """Apply `fn` to every validated (N, A) float64 action batch before `_apply_action`.
 
-        Transforms run in the order added (e.g. an action-delay queue). Returns an unsubscribe.
+        Transforms run in the order added (e.g. an action-delay queue), only for steps that run (a
+        refused step never reaches them). Returns an unsubscribe.
         """
         return _subscribe(self._action_transforms, fn)
 
-    def add_observation_transform(self, fn: Callable[[Any, bool], Any]) -> Callable[[], None]:
-        """Apply `fn(obs, stepped)` to the numpy observation returned by reset() and step().
+    def add_observation_transform(self, fn: ObsTransform) -> Callable[[], None]:
+        """Apply `fn(obs, event)` to the numpy observation of reset() and step(), in the order added.
 
-        stepped is True for step() (time advanced one control step) and False for reset(). The
-        transform sees the task's fresh numpy obs (a dict for dict spaces) and returns one of the
-        same layout; it runs before the torch conversion. SAME_STEP `final_obs` is the task's
-        clean terminal observation (not transformed). Returns an unsubscribe function.
+        event: an `ObsEvent` (``stepped`` and the ``reset_ids`` whose rows start an episode; see its
+        docstring). The transform sees the task's fresh numpy obs (a dict for dict spaces) and
+        returns one of the same layout, before the torch conversion. On a reset only the rows in
+        ``event.reset_ids`` are used; the other rows are returned as they were last. SAME_STEP's
+        ``final_obs`` is a stepped batch through the transforms. Returns an unsubscribe function.
         """
         return _subscribe(self._obs_transforms, fn)
+
+    def hook_registrations(self) -> dict[str, int]:
+        """How many wrapper callbacks are registered, by kind: lifecycle subscribers per event,
+        observation and action transforms, and the filled task slots (all 0 once every wrapper
+        around this env is closed)."""
+        counts = {f"lifecycle.{event}": self.lifecycle.num_subscribers(event) for event in EVENTS}
+        counts["observation_transforms"] = len(self._obs_transforms)
+        counts["action_transforms"] = len(self._action_transforms)
+        counts.update({f"slot.{name}": filled for name, filled in self._slots.counts().items()})
+        return counts
 
     # ---- Gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -218,7 +254,8 @@ class MjVecEnv(VectorEnv):
         self.lifecycle.fire_startup()
         self._reset_ids(ids)
         self._has_reset = True
-        return self._output_obs(self._observe(), stepped=False), {}
+        obs = self._transform_obs(self._observe(), ObsEvent(False, ids), previous=self._last_obs)
+        return self._finish_obs(obs), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance every env by one control step (see the module docstring for autoreset)."""
@@ -226,8 +263,6 @@ class MjVecEnv(VectorEnv):
         if not self._has_reset:
             raise ResetNeededError("call reset() before step()")
         actions = check_actions(actions, self._action_shape, self._action_low, self._action_high)
-        for transform in self._action_transforms:
-            actions = transform(actions)
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED and self._needs_reset.any():
             ids = np.flatnonzero(self._needs_reset)
@@ -235,6 +270,8 @@ class MjVecEnv(VectorEnv):
                 f"envs {ids[:16].tolist()} are done and autoreset_mode is DISABLED; reset them first "
                 "with env.reset(options={'reset_mask': mask})"
             )
+        for transform in self._action_transforms:
+            actions = transform(actions)
         pending = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else np.zeros(self.num_envs, bool)
 
         self._apply_action(actions)
@@ -254,23 +291,30 @@ class MjVecEnv(VectorEnv):
                 "simulation error in envs %s (global ids %s): reset them and returned truncated=True",
                 ids.tolist(), self.global_env_ids[ids].tolist(),
             )
+        obs = self._same_step_obs(done, info) if mode is AutoresetMode.SAME_STEP else self._reset_then_observe(
+            pending | failed if mode is AutoresetMode.NEXT_STEP else failed, done & ~failed
+        )
+        return self._finish_obs(obs), self._out(rewards), self._out(terminated), self._out(truncated), info
 
-        if mode is AutoresetMode.SAME_STEP:
-            reset_ids = np.flatnonzero(done)
-            if reset_ids.size:
-                final_info = dict(info)
-                info["final_obs"], info["_final_obs"] = to_numpy(self._observe()), done.copy()
-                info["final_info"], info["_final_info"] = final_info, done.copy()
-        elif mode is AutoresetMode.NEXT_STEP:
-            reset_ids = np.flatnonzero(pending | failed)
-        else:
-            reset_ids = np.flatnonzero(failed)
+    def _reset_then_observe(self, reset: np.ndarray, needs_reset: np.ndarray) -> Any:
+        """NEXT_STEP / DISABLED: reset `reset` (pending autoresets, failures), then observe them all."""
+        reset_ids = np.flatnonzero(reset)
         if reset_ids.size:
             self._reset_ids(reset_ids)
-        if mode is not AutoresetMode.SAME_STEP:
-            self._needs_reset = done & ~failed
-        obs = self._output_obs(self._observe(), stepped=True)
-        return obs, self._out(rewards), self._out(terminated), self._out(truncated), info
+        self._needs_reset = needs_reset
+        return self._transform_obs(self._observe(), ObsEvent(True, reset_ids if reset_ids.size else _NO_IDS))
+
+    def _same_step_obs(self, done: np.ndarray, info: dict[str, Any]) -> Any:
+        """SAME_STEP: the transformed terminal obs (``final_obs``), then the done envs reset and observed."""
+        terminal = self._transform_obs(self._observe(), ObsEvent(True, _NO_IDS))
+        reset_ids = np.flatnonzero(done)
+        if not reset_ids.size:
+            return terminal
+        final_info = dict(info)
+        info["final_obs"], info["_final_obs"] = to_numpy(terminal), done.copy()
+        info["final_info"], info["_final_info"] = final_info, done.copy()
+        self._reset_ids(reset_ids)
+        return self._transform_obs(self._observe(), ObsEvent(False, reset_ids), previous=terminal)
 
     def _evaluate_step(
         self, active: np.ndarray, failed: np.ndarray
@@ -303,12 +347,23 @@ class MjVecEnv(VectorEnv):
         self._stats.restart(ids)
         self._needs_reset[ids] = False
 
-    def _output_obs(self, obs: Any, *, stepped: bool) -> Any:
+    def _transform_obs(self, obs: Any, event: ObsEvent, previous: Any = None) -> Any:
+        """The task's numpy obs through the observation transforms. For a reset (``event.stepped``
+        False) of some envs, the other rows come from `previous` (the obs they returned last)."""
         if not self._checked_obs:
             self._check_obs(obs)
             self._checked_obs = True
+        if not self._obs_transforms:
+            return obs
         for transform in self._obs_transforms:
-            obs = transform(obs, stepped)
+            obs = transform(obs, event)
+        if not event.stepped and previous is not None and event.reset_ids.size < self.num_envs:
+            obs = merge_rows(previous, obs, event.reset_ids)
+        return obs
+
+    def _finish_obs(self, obs: Any) -> Any:
+        """Remember the returned obs (while transforms exist) and convert it to the output kind."""
+        self._last_obs = copy_obs(obs) if self._obs_transforms else None
         return to_output(obs, self._torch, self._device)
 
     def _check_obs(self, obs: Any) -> None:
@@ -369,3 +424,4 @@ def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:
             callbacks.remove(fn)
 
     return unsubscribe
+

@@ -14,6 +14,9 @@ Events and the callback signature each one gets:
   wrapper can keep its own per-env timers.
 
 Callbacks run in subscription order. They must not call back into the env's reset/step.
+
+`HookSlots` holds the named one-source hooks a task declares (e.g. the object pose the policy
+perceives), filled by wrappers and released on their close.
 """
 
 from __future__ import annotations
@@ -87,3 +90,45 @@ class Lifecycle:
         """Fire ``"interval"`` with the control period `dt`."""
         for callback in tuple(self._callbacks["interval"]):
             callback(dt)
+
+
+class HookSlots:
+    """Named slots a task declares, each holding at most one source callable (filled by a wrapper)."""
+
+    def __init__(self, owner: str) -> None:
+        self._owner = owner
+        self._sources: dict[str, Callable[..., object] | None] = {}
+
+    def declare(self, name: str) -> None:
+        """Declare slot `name` (empty)."""
+        self._sources.setdefault(name, None)
+
+    def fill(self, name: str, source: Callable[..., object]) -> Callable[[], None]:
+        """Make `source` the source of slot `name`; returns its release.
+
+        Raises ConfigError for an undeclared slot, a non-callable, or a slot already filled.
+        """
+        if name not in self._sources:
+            raise ConfigError(f"{self._owner} declares no hook slot {name!r}; it declares {allowed(self._sources)}")
+        if not callable(source):
+            raise ConfigError(f"the source for hook slot {name!r} must be callable, got {source!r}")
+        if self._sources[name] is not None:
+            raise ConfigError(
+                f"hook slot {name!r} of {self._owner} already has a source (another wrapper filled it); "
+                "use one such wrapper, or close the other first"
+            )
+        self._sources[name] = source
+
+        def release() -> None:
+            if self._sources.get(name) is source:
+                self._sources[name] = None
+
+        return release
+
+    def get(self, name: str) -> Callable[..., object] | None:
+        """The source of slot `name`, or None when it is empty."""
+        return self._sources.get(name)
+
+    def counts(self) -> dict[str, int]:
+        """1 for each filled slot, 0 for each empty one."""
+        return {name: int(source is not None) for name, source in self._sources.items()}

@@ -29,7 +29,7 @@ from mjvec.backends.registry import backend_entry, make_backend, native_namespac
 from mjvec.envs.config import SimToolRealConfig
 from mjvec.envs.simtoolreal import SimToolRealEnv
 from mjvec.envs.task_math import OBS_MODES
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, UnknownOptionError, allowed
 from mjvec.randomization import EventTerm, apply_randomization, check_randomization
 
 ENV_ID = "SimToolReal-v0"
@@ -77,9 +77,9 @@ class SimToolRealOptions:
     randomization: str | tuple[EventTerm, ...] | None = "paper"
 
     def __post_init__(self) -> None:
+        check_randomization(self.randomization)
         if self.randomization is not None and not isinstance(self.randomization, str):
             object.__setattr__(self, "randomization", tuple(self.randomization))
-        check_randomization(self.randomization)
         backend_entry(self.backend)
         if self.num_threads is not None and (not _is_int(self.num_threads) or self.num_threads < 1):
             raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
@@ -107,9 +107,15 @@ class SimToolRealOptions:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise ConfigError(
-                f"unknown option(s) {unknown} for {ENV_ID}; allowed options are {allowed(names, limit=32)} "
-                "(plus num_envs)"
+            hints = {
+                "frameskip": "; the control period is fixed by the task: config=SimToolRealConfig(frame_skip=...) "
+                "sets physics substeps per control step, and skipping control steps belongs in a wrapper",
+            }
+            raise UnknownOptionError(
+                f"{ENV_ID} got an unexpected keyword argument {unknown[0]!r}"
+                + "".join(f", unexpected keyword argument {u!r}" for u in unknown[1:])
+                + f"; allowed options are {allowed(names, limit=32)} (plus num_envs)"
+                + "".join(hints.get(u, "") for u in unknown)
             )
         return cls(**kwargs)
 
@@ -159,7 +165,11 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
     except Exception:
         backend.close()
         raise
-    return apply_randomization(env, opts.randomization)
+    try:
+        return apply_randomization(env, opts.randomization)
+    except Exception:
+        env.close()  # a refused wrapper registered nothing; free the backend
+        raise
 
 
 def make_single(**kwargs: Any) -> gym.Env:

@@ -13,7 +13,8 @@ Contract (what SB3's algorithms, `VecNormalize`, `evaluate_policy` and `ep_info_
   array (float32 for float Box spaces), or a dict of them for a `Dict` space (use
   ``"MultiInputPolicy"``). Torch output (``array_backend="torch"``) is copied to host.
 - ``infos`` is a list of N dicts; only done envs get keys: ``"terminal_observation"`` (the env's
-  ``info["final_obs"]`` row: the true pre-reset obs, per key for dict obs),
+  ``info["final_obs"]`` row: the pre-reset obs as the policy would have seen it, with the
+  randomization wrappers' noise, delays and latency; per key for dict obs),
   ``"TimeLimit.truncated"`` (truncated and not terminated), ``"episode"`` ``{"r", "l", "t"}`` and
   ``"is_success"``. The episode record comes from the env's own ``info["episode"]`` when it writes
   one (``record_episode_statistics=True`` or Gymnasium's ``RecordEpisodeStatistics``); otherwise

@@ -16,19 +16,25 @@ the keypoints hang on; Isaac Gym reports the COM's) and the angular velocity rot
 frame.
 
 Observation (float32, clamped to ±obs_clip): see `POLICY_LAYOUT` / `CRITIC_LAYOUT`. Quaternions are
-xyzw as in the source. The object pose used for the policy's object terms comes from
-`_observed_object_pose()` and the object size from `_observed_object_scales()`; wrappers override
-them to inject perception delay/noise and grasp-box scale noise. The critic's 140-D part uses the
-true pose (and the observed scales, as in the source).
+xyzw as in the source. The object pose used for the policy's object terms and the object size are
+the true ones unless a wrapper fills the task's declared slots (`set_object_pose_source`,
+`set_object_scale_source`) to inject perception delay/noise and grasp-box scale noise. The critic's
+140-D part uses the true pose (and the observed scales, as in the source).
+
+Hooks declared for the randomization wrappers (`mjvec.randomization.hooks`): `EnvHooks` (from
+`MjVecEnv`), `PolicyLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks` and `PushHooks` (pushes act
+on the object body, scaled by the tool's mass, only while the object is lifted).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import mujoco
 import numpy as np
+from gymnasium.vector import VectorEnv
 
 from mjvec.assets import robot as R
 from mjvec.assets import scene as S
@@ -44,7 +50,9 @@ __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "SimToolRealEnv"]
 REWARD_TERMS = ("approach", "lift", "lift_bonus", "keypoint", "success_bonus", "arm_speed", "hand_speed")
 
 
-class SimToolRealEnv(MjVecEnv):
+# VectorEnv is named again among the bases for libraries that recognise a Gymnasium env by the
+# module of its class's direct bases (skrl's wrap_env).
+class SimToolRealEnv(MjVecEnv, VectorEnv):
     """The SimToolReal task over any backend (see the module docstring).
 
     backend: a `Backend` whose scene's variant v is `scene_spec(v, tool_geometry, catalog)`.
@@ -52,9 +60,10 @@ class SimToolRealEnv(MjVecEnv):
     obs_mode: "policy" -> Box(140); "asymmetric" -> Dict(policy=Box(140), critic=Box(162)).
     Remaining keyword arguments go to `MjVecEnv`.
 
-    Attributes for wrappers: `policy_layout` / `critic_layout` ((name, width) blocks of the
-    observations), `object_scales`, `object_mass`, `handle_dims`, `tool_ids` (per env, fixed),
-    `lifted`, `object_body_id`, `goal_pos` / `goal_quat` (wxyz), `targets` (PD targets), `tolerance`.
+    Attributes: `policy_layout` / `critic_layout` ((name, width) blocks of the observations),
+    `object_scales`, `object_mass`, `handle_dims`, `tool_ids` (per env, fixed), `lifted`,
+    `object_body_id`, `goal_pos` / `goal_quat` (wxyz), `targets` (PD targets), `tolerance`; the
+    wrapper hooks are listed in the module docstring.
 
     info (every step, (N, ...) arrays): reward_terms (dict of weighted per-term rewards),
     success (a goal was reached this step), successes (count this episode), tolerance (the
@@ -109,6 +118,8 @@ class SimToolRealEnv(MjVecEnv):
         if obs_mode == "asymmetric":  # a bound output is copied out every step: bind only what is read
             self._cvel = backend.bind("cvel")
             self._subtree_com = backend.bind("subtree_com")
+        self._slots.declare("object_pose")
+        self._slots.declare("object_scales")
 
     # ---- construction helpers --------------------------------------------------------------
     def _bind_model(self, model: mujoco.MjModel) -> None:
@@ -195,19 +206,46 @@ class SimToolRealEnv(MjVecEnv):
         """The current success tolerance (before the keypoint-scale factor), shared by all envs."""
         return self.curriculum.tolerance
 
-    # ---- state readers ---------------------------------------------------------------------
-    def _true_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
+    # ---- state readers and wrapper hooks ---------------------------------------------------
+    def true_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """(pos (N, 3), quat (N, 4) wxyz) of the object from qpos (current), copies."""
         q = self.backend.qpos
         return q[:, self._obj_qpos:self._obj_qpos + 3].copy(), q[:, self._obj_qpos + 3:self._obj_qpos + 7].copy()
 
-    def _observed_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """The object pose the POLICY sees; override to add perception delay/noise. Default: true."""
-        return self._true_object_pose()
+    def set_object_pose_source(self, source: Callable[[], tuple[np.ndarray, np.ndarray]]) -> Callable[[], None]:
+        """The policy's object pose becomes `source()` ((N, 3), (N, 4) wxyz); returns the release.
 
-    def _observed_object_scales(self) -> np.ndarray:
-        """(N, 3) grasp-box scales the policy sees (and obs keypoints use); override to add noise."""
-        return self.object_scales
+        One source at a time (a second raises ConfigError). The critic and the reward keep the true pose.
+        """
+        return self._slots.fill("object_pose", source)
+
+    def set_object_scale_source(self, source: Callable[[], np.ndarray]) -> Callable[[], None]:
+        """The observed grasp-box scales become `source()` ((N, 3)); returns the release (one at a time)."""
+        return self._slots.fill("object_scales", source)
+
+    def observed_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """The object pose the POLICY sees now: the slot's source, or the true pose."""
+        source = self._slots.get("object_pose")
+        return self.true_object_pose() if source is None else source()
+
+    def observed_object_scales(self) -> np.ndarray:
+        """(N, 3) grasp-box scales the policy sees (and obs keypoints use): the slot's source, or the true ones."""
+        source = self._slots.get("object_scales")
+        return self.object_scales if source is None else source()
+
+    @property
+    def push_body_id(self) -> int:
+        """The body random pushes act on: the object."""
+        return self.object_body_id
+
+    @property
+    def push_mass(self) -> np.ndarray:
+        """(N,) the pushed body's mass per env: the tool's catalog mass."""
+        return self.object_mass
+
+    def push_allowed(self) -> np.ndarray:
+        """(N,) bool: a push may start where the object is lifted."""
+        return self.lifted.copy()
 
     def _fingertip_pos(self) -> np.ndarray:
         """(N, 5, 3) fingertip points (one substep stale after a step)."""
@@ -225,7 +263,7 @@ class SimToolRealEnv(MjVecEnv):
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         cfg = self.cfg
-        obj_pos, obj_quat = self._true_object_pose()
+        obj_pos, obj_quat = self.true_object_pose()
         tip_dist = np.linalg.norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
         dist = tm.max_keypoint_distance(
             tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
@@ -344,12 +382,12 @@ class SimToolRealEnv(MjVecEnv):
     # ---- observations ----------------------------------------------------------------------
     def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
         palm_pos = self._site_xpos[:, self._palm_site].copy()
-        scales = np.asarray(self._observed_object_scales(), np.float64)
-        policy = self._actor_obs(palm_pos, *self._observed_object_pose(), scales)
+        scales = np.asarray(self.observed_object_scales(), np.float64)
+        policy = self._actor_obs(palm_pos, *self.observed_object_pose(), scales)
         if self.obs_mode == "policy":
             return policy
         critic = np.empty((self.num_envs, layout_size(CRITIC_LAYOUT)), np.float32)
-        true_pos, true_quat = self._true_object_pose()
+        true_pos, true_quat = self.true_object_pose()
         critic[:, :policy.shape[1]] = self._actor_obs(palm_pos, true_pos, true_quat, scales)
         critic[:, policy.shape[1]:] = self._critic_extras(true_pos, true_quat)
         np.clip(critic, -self.cfg.obs_clip, self.cfg.obs_clip, out=critic)

@@ -1,5 +1,15 @@
 """Domain randomization as Gymnasium vector wrappers that emit backend field writes."""
 
+from mjvec.randomization.hooks import (
+    EnvHooks,
+    HookWrapper,
+    ObjectPoseHooks,
+    ObjectScaleHooks,
+    ObsEvent,
+    PolicyLayoutHooks,
+    PushHooks,
+)
+from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.model_dr import DomainRandomization, resolve_targets
 from mjvec.randomization.object_dr import ObjectPoseLatency, ObjectScaleNoise, RandomPushes
 from mjvec.randomization.perception import ActionDelay, ObservationDelay, ObservationNoise
@@ -22,12 +32,20 @@ __all__ = [
     "PRESETS",
     "ActionDelay",
     "DomainRandomization",
+    "EnvHooks",
     "EventTerm",
+    "HookWrapper",
+    "ObjectPoseHooks",
     "ObjectPoseLatency",
+    "ObjectScaleHooks",
     "ObjectScaleNoise",
+    "ObsEvent",
     "ObservationDelay",
     "ObservationNoise",
+    "PolicyLayoutHooks",
+    "PushHooks",
     "RandomPushes",
+    "StateInput",
     "apply_randomization",
     "check_randomization",
     "paper",

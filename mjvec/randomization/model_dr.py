@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import mujoco
 import numpy as np
@@ -25,6 +24,7 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.backends.base import FieldWrite
 from mjvec.errors import ConfigError, FieldWriteError, allowed
+from mjvec.randomization.hooks import HookWrapper
 from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
 
 _OBJ = {
@@ -72,7 +72,7 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
     return np.array(dofs, np.int64)
 
 
-class DomainRandomization(VectorWrapper):
+class DomainRandomization(HookWrapper, VectorWrapper):
     """Randomize model fields on lifecycle events (see the module docstring).
 
     env: an mjvec env (or a wrapper of one); its `unwrapped` must have `backend`, `lifecycle` and
@@ -102,17 +102,16 @@ class DomainRandomization(VectorWrapper):
             for field in coupled_fields(term):
                 caps.require(field, what=f"term {term.name!r} field")
             self._index[term.name] = resolve_targets(self._backend.model, term)
+            self._check_mass_targets(term)
             self._check_add_keeps_mass_positive(term)
             self._check_primitive(term)
             self._check_geometry_reach(term)
         n = self._backend.num_envs
         self.dr_params: dict[str, np.ndarray] = {}
         self._timers = np.full((len(self._terms), n), np.inf)
-        self._subs = [
-            base.lifecycle.subscribe("startup", self._on_startup),
-            base.lifecycle.subscribe("reset", self._on_reset),
-            base.lifecycle.subscribe("interval", self._on_interval),
-        ]
+        self._register(lambda: base.lifecycle.subscribe("startup", self._on_startup),
+                       lambda: base.lifecycle.subscribe("reset", self._on_reset),
+                       lambda: base.lifecycle.subscribe("interval", self._on_interval))
 
     @property
     def terms(self) -> tuple[EventTerm, ...]:
@@ -151,6 +150,25 @@ class DomainRandomization(VectorWrapper):
                 be.check_writes(writes)
             except FieldWriteError as error:
                 raise ConfigError(f"term {term.name!r} ({term.field}) at its range end {end}: {error}") from error
+
+    def _check_mass_targets(self, term: EventTerm) -> None:
+        """A mass term's targets must have mass in every env: a massless body (the world, a mocap
+        body such as a goal marker, an empty frame) has no mass to scale and no inertia to rescale."""
+        if term.kind != "body_mass":
+            return
+        index = self._index[term.name]
+        massless = index[(self._backend.defaults("body_mass")[:, index] <= 0).any(axis=0)]
+        if massless.size:
+            model = self._backend.model
+            names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(b)) or f"body {int(b)}" for b in massless]
+            massive = np.flatnonzero((self._backend.defaults("body_mass") > 0).all(axis=0))
+            keep = [n for b in massive if (n := mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, int(b)))]
+            raise ConfigError(
+                f"term {term.name!r} (body_mass): targets {term.targets} match massless bodies {allowed(names)} "
+                "(compiled mass 0 in some env: the world, mocap or frame bodies); their mass cannot be scaled "
+                "and their inertia would become NaN. Fix: target only bodies with mass; bodies with mass in "
+                f"every env are {allowed(keep)}"
+            )
 
     def _check_add_keeps_mass_positive(self, term: EventTerm) -> None:
         if term.kind != "body_mass" or term.operation != "add":
@@ -234,8 +252,3 @@ class DomainRandomization(VectorWrapper):
                 lo, hi = term.interval_s  # type: ignore[misc]
                 self._timers[k, fired] = self._rng.uniform(fired, f"dr-timer/{term.name}", lo, hi)
 
-    def close(self, **kwargs: Any) -> None:
-        for unsubscribe in self._subs:
-            unsubscribe()
-        self._subs = []
-        super().close(**kwargs)

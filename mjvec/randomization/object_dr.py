@@ -1,7 +1,10 @@
 """Object-centric randomization for SimToolReal-style tasks: perceived-pose latency and noise,
-grasp-box scale noise, random pushes through `xfrc_applied` (reference/simtoolreal.md §4).
+grasp-box scale noise, random pushes through the backend's ``xfrc_applied`` input
+(the paper's perception and push randomization).
 
-See `mjvec.randomization.perception` for the hooks these wrappers use.
+Each wrapper acts only through the hooks the task declares (`mjvec.randomization.hooks`) and
+draws from the env's per-env streams for exactly the envs concerned (see
+`mjvec.randomization.perception` for the stream rules).
 """
 
 from __future__ import annotations
@@ -12,7 +15,16 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError
-from mjvec.randomization.perception import _check_delay, _DelayQueue, _need, _ResetMarks
+from mjvec.randomization.hooks import (
+    EnvHooks,
+    HookWrapper,
+    ObjectPoseHooks,
+    ObjectScaleHooks,
+    PushHooks,
+    require_hooks,
+)
+from mjvec.randomization.inputs import StateInput
+from mjvec.randomization.perception import _check_delay, _DelayQueue, _ResetMarks
 
 
 def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -31,16 +43,20 @@ def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) 
     return out
 
 
-class ObjectPoseLatency(VectorWrapper):
+class ObjectPoseLatency(HookWrapper, VectorWrapper):
     """The policy sees the object pose from 0..max_delay control steps ago (random per env per
     step), plus N(0, pos_std) position noise and a rotation of U(-rot_deg, rot_deg) about a
     uniformly random axis. The critic and the reward keep the true pose.
+
+    Needs `EnvHooks` and `ObjectPoseHooks`. Each control step (the lifecycle's interval event)
+    pushes the true pose and draws one age and one noise sample per env; an env's reset refills
+    its queue with its initial pose and draws a fresh noise sample for it alone, on the streams'
+    "/reset" twins.
     """
 
     def __init__(self, env: VectorEnv, max_delay: int = 9, pos_std: float = 0.01, rot_deg: float = 5.0) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "_true_object_pose", "_observed_object_pose", "lifecycle", "rng", who="ObjectPoseLatency")
+        base = require_hooks(env, EnvHooks, ObjectPoseHooks, who="ObjectPoseLatency")
         _check_delay("ObjectPoseLatency", max_delay)
         for name, value in (("pos_std", pos_std), ("rot_deg", rot_deg)):
             if not (math.isfinite(value) and value >= 0):
@@ -48,23 +64,24 @@ class ObjectPoseLatency(VectorWrapper):
         self._base, self._max = base, max_delay
         self._pos_std, self._rot = pos_std, math.radians(rot_deg)
         self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base)
+        self._marks = _ResetMarks(base.num_envs)
         self._ids = np.arange(base.num_envs)
         self._observed: tuple[np.ndarray, np.ndarray] | None = None
-        self._unsub = base.lifecycle.subscribe("interval", self._advance)
-        base._observed_object_pose = self._pose
+        self._register(lambda: base.set_object_pose_source(self._pose),
+                       lambda: base.lifecycle.subscribe("reset", self._marks.mark),
+                       lambda: base.lifecycle.subscribe("interval", self._advance))
 
-    def _sample(self, pose: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _sample(self, pose: np.ndarray, ids: np.ndarray, suffix: str = "") -> tuple[np.ndarray, np.ndarray]:
         rng = self._base.rng
         # One draw of 6 normals: 3 for the position noise, 3 for a uniformly random axis.
-        z = rng.normal(ids, "dr/pose_noise", (6,))
+        z = rng.normal(ids, "dr/pose_noise" + suffix, (6,))
         pos = pose[:, :3] + self._pos_std * z[:, :3]
-        half = rng.uniform(ids, "dr/pose_rot_angle", -0.5 * self._rot, 0.5 * self._rot)  # half the angle
+        half = rng.uniform(ids, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
         return pos, _rotate_by_axis_angle(z[:, 3:], half, pose[:, 3:])
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
-        pos, quat = self._base._true_object_pose()
+        pos, quat = self._base.true_object_pose()
         self._queue.push(np.concatenate([pos, quat], axis=1), self._marks.take())
         ages = self._base.rng.integers(self._ids, "dr/pose_delay", 0, self._max + 1)
         self._observed = self._sample(self._queue.read(ages), self._ids)
@@ -73,71 +90,81 @@ class ObjectPoseLatency(VectorWrapper):
         """The pose the policy sees now; envs reset since the last call restart their queue."""
         refill = self._marks.take()
         if self._observed is None or refill.size:
-            pos, quat = self._base._true_object_pose()
+            pos, quat = self._base.true_object_pose()
             self._queue.refill(np.concatenate([pos, quat], axis=1), refill)
             if self._observed is None:
-                self._observed = self._sample(self._queue.newest(), self._ids)
+                self._observed = self._sample(self._queue.newest(), self._ids, "/reset")
             else:
-                fresh = self._sample(self._queue.newest()[refill], refill)
+                fresh = self._sample(self._queue.newest()[refill], refill, "/reset")
                 self._observed[0][refill], self._observed[1][refill] = fresh
         return self._observed[0].copy(), self._observed[1].copy()
 
 
-class ObjectScaleNoise(VectorWrapper):
+class ObjectScaleNoise(HookWrapper, VectorWrapper):
     """Multiply the observed grasp-box scales (and so the observation keypoints) by U(low, high)
-    per axis, drawn per env at every reset."""
+    per axis, drawn per env at every reset of that env (stream ``dr/scale_noise``).
+
+    Needs `EnvHooks` and `ObjectScaleHooks`.
+    """
 
     def __init__(self, env: VectorEnv, low: float = 0.9, high: float = 1.1) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "object_scales", "_observed_object_scales", "lifecycle", "rng", who="ObjectScaleNoise")
+        base = require_hooks(env, EnvHooks, ObjectScaleHooks, who="ObjectScaleNoise")
         if not (0 < low <= high and math.isfinite(high)):
             raise ConfigError(f"ObjectScaleNoise: need 0 < low <= high, got low={low}, high={high}")
         self._base, self._low, self._high = base, low, high
         self._mult = np.ones((base.num_envs, 3))
-        self._unsub = base.lifecycle.subscribe("reset", self._draw)
-        base._observed_object_scales = lambda: base.object_scales * self._mult
+        self._register(lambda: base.set_object_scale_source(self._scales),
+                       lambda: base.lifecycle.subscribe("reset", self._draw))
 
     def _draw(self, env_ids: np.ndarray) -> None:
         self._mult[env_ids] = self._base.rng.uniform(env_ids, "dr/scale_noise", self._low, self._high, (3,))
 
+    def _scales(self) -> np.ndarray:
+        return np.asarray(self._base.object_scales) * self._mult
 
-class RandomPushes(VectorWrapper):
-    """One-control-step random force/torque pushes on the lifted object through xfrc_applied.
 
-    Each env draws a push probability p ~ log-uniform(prob_range) at every reset; each step, with
-    probability p and only while the object is lifted, the next control step gets a force
-    N(0, 1)^3 x mass x force_scale and a torque N(0, 1)^3 x mass x torque_scale.
+class RandomPushes(HookWrapper, VectorWrapper):
+    """One-control-step random force/torque pushes on the task's push body through the backend's
+    declared ``xfrc_applied`` input (`mjvec.randomization.inputs.StateInput`).
+
+    Needs `EnvHooks` and `PushHooks`. Each env draws a push probability p ~ log-uniform(prob_range)
+    at every reset of that env; each step, with probability p and only where the task allows a push
+    (``push_allowed()``, e.g. the object is lifted), the next control step gets a force
+    N(0, 1)^3 x mass x force_scale and a torque N(0, 1)^3 x mass x torque_scale. The push draw is
+    made every step for every env; force and torque draws only for the pushed envs.
+    `pushed` is the (N,) mask of the latest step's pushes.
     """
 
     def __init__(self, env: VectorEnv, prob_range: tuple[float, float] = (0.001, 0.1), force_scale: float = 20.0,
                  torque_scale: float = 2.0) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "object_body_id", "object_mass", "lifted", "backend", "lifecycle", "rng", who="RandomPushes")
+        base = require_hooks(env, EnvHooks, PushHooks, who="RandomPushes")
         lo, hi = prob_range
         if not (0 < lo <= hi <= 1):
             raise ConfigError(f"RandomPushes: prob_range must satisfy 0 < low <= high <= 1, got {prob_range}")
         self._base, self._log_range = base, (math.log(lo), math.log(hi))
         self._scales = (force_scale, torque_scale)
+        self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
+        self._body = np.array([int(base.push_body_id)], np.int64)
         self._prob = np.zeros(base.num_envs)
         self._ids = np.arange(base.num_envs)
+        self._wrench = np.zeros((base.num_envs, 1, 6))
         self.pushed = np.zeros(base.num_envs, bool)
-        self._subs = [base.lifecycle.subscribe("reset", self._on_reset),
-                      base.lifecycle.subscribe("interval", self._on_step)]
+        self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
+                       lambda: base.lifecycle.subscribe("interval", self._on_step))
 
     def _on_reset(self, env_ids: np.ndarray) -> None:
         self._prob[env_ids] = np.exp(self._base.rng.uniform(env_ids, "dr/push_prob", *self._log_range))
 
     def _on_step(self, dt: float) -> None:
-        base, body = self._base, self._base.object_body_id
-        xfrc = base.backend.xfrc_applied
-        xfrc[:, body] = 0.0
+        base = self._base
         u = base.rng.uniform(self._ids, "dr/push_draw")
-        self.pushed = (u < self._prob) & np.asarray(base.lifted, bool)
+        self.pushed = (u < self._prob) & np.asarray(base.push_allowed(), bool)
+        self._wrench[:] = 0.0
         ids = np.flatnonzero(self.pushed)
         if ids.size:
-            mass = np.asarray(base.object_mass)[ids, None]
-            force = base.rng.normal(ids, "dr/push_force", (3,)) * mass * self._scales[0]
-            torque = base.rng.normal(ids, "dr/push_torque", (3,)) * mass * self._scales[1]
-            xfrc[ids, body] = np.concatenate([force, torque], axis=1)
+            mass = np.asarray(base.push_mass)[ids, None]
+            self._wrench[ids, 0, :3] = base.rng.normal(ids, "dr/push_force", (3,)) * mass * self._scales[0]
+            self._wrench[ids, 0, 3:] = base.rng.normal(ids, "dr/push_torque", (3,)) * mass * self._scales[1]
+        self._input.write(None, self._body, self._wrench)

@@ -1,14 +1,18 @@
-"""Non-model randomization: observation noise and delay, action delay, object-pose latency and
-noise, grasp-box scale noise, random object pushes. Each is a Gymnasium vector wrapper.
+"""Non-model randomization of what the policy perceives and does: observation noise, observation
+delay, action delay. Each is a Gymnasium vector wrapper over the hooks of `mjvec.randomization.hooks`.
 
-They act through the unwrapped env's documented hooks (duck-typed, so this package stays below
-`mjvec.envs`):
-- `add_observation_transform(fn)` / `add_action_transform(fn)` and `lifecycle` (any MjVecEnv);
-- `policy_layout` (name -> width blocks of the policy observation);
-- `_true_object_pose()` / `_observed_object_pose` / `_observed_object_scales`, `object_scales`,
-  `object_mass`, `lifted`, `object_body_id` (SimToolReal-style tasks).
-Every draw comes from the env's per-env streams, so results do not depend on num_envs. Delay
-queues are refilled with the first value after an env's reset.
+Streams. Every draw comes from the env's per-env streams (`mjvec.rng.EnvRandom`), and every draw is
+made for exactly the envs it concerns, so an env's draws are a pure function of (seed, global env
+id, its own history): they do not depend on num_envs, on which other envs reset, or on a refused
+step. Per-step draws are made once per control step for every env (one vectorized call); reset
+draws only for the envs being reset, and where a wrapper draws both per step and per reset, the
+reset draws use a stream of their own ("<stream>/reset"), so an env's per-step streams advance
+exactly once per step whether or not it was autoreset. SAME_STEP's ``final_obs`` is a stepped batch
+(it draws what that step would have drawn had nothing reset); the reset envs' rows are then drawn
+as by ``reset(options={"reset_mask": done})``.
+
+Delay queues are refilled with the first value of a new episode, so nothing of an old episode is
+ever delivered in a new one.
 """
 
 from __future__ import annotations
@@ -21,12 +25,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError, allowed
-
-
-def _need(base: Any, *attrs: str, who: str) -> None:
-    missing = [a for a in attrs if not hasattr(base, a)]
-    if missing:
-        raise ConfigError(f"{who} needs an env with {missing}; {type(base).__name__} has none of them")
+from mjvec.randomization.hooks import EnvHooks, HookWrapper, ObsEvent, PolicyLayoutHooks, require_hooks
 
 
 def _check_delay(who: str, max_delay: object) -> None:
@@ -45,13 +44,12 @@ def _with_policy(obs: Any, policy: np.ndarray) -> Any:
 
 
 class _ResetMarks:
-    """Envs reset since the last time a queue looked (set from the lifecycle's reset event)."""
+    """Envs reset since the last time a queue looked (`mark` is a lifecycle reset callback)."""
 
-    def __init__(self, base: Any) -> None:
-        self.marked = np.ones(base.num_envs, bool)
-        self.unsubscribe = base.lifecycle.subscribe("reset", self._mark)
+    def __init__(self, num_envs: int) -> None:
+        self.marked = np.ones(num_envs, bool)
 
-    def _mark(self, env_ids: np.ndarray) -> None:
+    def mark(self, env_ids: np.ndarray) -> None:
         self.marked[env_ids] = True
 
     def take(self) -> np.ndarray:
@@ -97,13 +95,17 @@ class _DelayQueue:
         return self.buf[(self.head + ages) % self.depth, np.arange(ages.size)]
 
 
-class ObservationNoise(VectorWrapper):
-    """Add N(0, std) to one block of the policy observation each step (default: joint_vel, 0.1)."""
+class ObservationNoise(HookWrapper, VectorWrapper):
+    """Add N(0, std) to one block of the policy observation (default: joint_vel, 0.1).
+
+    Needs `EnvHooks` and `PolicyLayoutHooks`. Each step draws one noise vector per env on the
+    stream ``dr/obs_noise/<block>``; a reset draws for the reset envs only, on
+    ``dr/obs_noise/<block>/reset``.
+    """
 
     def __init__(self, env: VectorEnv, block: str = "joint_vel", std: float = 0.1) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "policy_layout", "add_observation_transform", "rng", who="ObservationNoise")
+        base = require_hooks(env, EnvHooks, PolicyLayoutHooks, who="ObservationNoise")
         starts, pos = {}, 0
         for name, width in base.policy_layout:
             starts[name] = slice(pos, pos + width)
@@ -115,61 +117,65 @@ class ObservationNoise(VectorWrapper):
         self._slice, self._std, self._base = starts[block], float(std), base
         self._ids = np.arange(base.num_envs)
         self._stream = f"dr/obs_noise/{block}"
-        self._unsub = base.add_observation_transform(self._transform)
+        self._register(lambda: base.add_observation_transform(self._transform))
 
-    def _transform(self, obs: Any, stepped: bool) -> Any:
+    def _transform(self, obs: Any, event: ObsEvent) -> Any:
         policy = _policy(obs).copy()
+        ids, stream = (self._ids, self._stream) if event.stepped else (event.reset_ids, f"{self._stream}/reset")
         width = self._slice.stop - self._slice.start
-        noise = self._base.rng.normal(self._ids, self._stream, (width,), dtype=policy.dtype.type)
-        noise *= policy.dtype.type(self._std)
-        policy[:, self._slice] += noise
+        dtype = policy.dtype.type
+        noise = self._base.rng.normal(ids, stream, (width,), dtype=dtype)
+        noise *= dtype(self._std)
+        if event.stepped:
+            policy[:, self._slice] += noise
+        else:
+            policy[ids, self._slice] += noise
         return _with_policy(obs, policy)
 
 
-class ObservationDelay(VectorWrapper):
-    """Deliver the policy observation from 0..max_delay control steps ago (random per env per step)."""
+class ObservationDelay(HookWrapper, VectorWrapper):
+    """Deliver the policy observation from 0..max_delay control steps ago (random per env per step).
+
+    Needs `EnvHooks`. Each step draws one age per env on ``dr/obs_delay``; a reset draws nothing
+    and delivers the fresh observation (the reset envs' queues are refilled with it).
+    """
 
     def __init__(self, env: VectorEnv, max_delay: int = 2) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "add_observation_transform", "lifecycle", "rng", who="ObservationDelay")
+        base = require_hooks(env, EnvHooks, who="ObservationDelay")
         _check_delay("ObservationDelay", max_delay)
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base)
-        self._last: np.ndarray | None = None
         self._ids = np.arange(base.num_envs)
-        self._unsub = base.add_observation_transform(self._transform)
+        self._register(lambda: base.add_observation_transform(self._transform))
 
-    def _transform(self, obs: Any, stepped: bool) -> Any:
+    def _transform(self, obs: Any, event: ObsEvent) -> Any:
         fresh = _policy(obs)
-        refill = self._marks.take()
-        if stepped or self._last is None:
-            self._queue.push(fresh, refill)
-            ages = self._base.rng.integers(self._ids, "dr/obs_delay", 0, self._max + 1)
-            out = self._queue.read(ages)
-        else:
-            # reset(): only the reset envs get a new observation; the others keep theirs.
-            self._queue.refill(fresh, refill)
-            out = self._last.copy()
-            out[refill] = fresh[refill]
-        self._last = out.copy()
-        return _with_policy(obs, out)
+        if not event.stepped:
+            self._queue.refill(fresh, event.reset_ids)
+            return obs
+        self._queue.push(fresh, event.reset_ids)
+        ages = self._base.rng.integers(self._ids, "dr/obs_delay", 0, self._max + 1)
+        return _with_policy(obs, self._queue.read(ages))
 
 
-class ActionDelay(VectorWrapper):
-    """Apply the action from 0..max_delay control steps ago (random per env per step)."""
+class ActionDelay(HookWrapper, VectorWrapper):
+    """Apply the action from 0..max_delay control steps ago (random per env per step).
+
+    Needs `EnvHooks`. Each step that runs draws one age per env on ``dr/action_delay``; an env's
+    queue is refilled with the first action after its reset.
+    """
 
     def __init__(self, env: VectorEnv, max_delay: int = 2) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        _need(base, "add_action_transform", "lifecycle", "rng", who="ActionDelay")
+        base = require_hooks(env, EnvHooks, who="ActionDelay")
         _check_delay("ActionDelay", max_delay)
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base)
+        self._marks = _ResetMarks(base.num_envs)
         self._ids = np.arange(base.num_envs)
-        self._unsub = base.add_action_transform(self._transform)
+        self._register(lambda: base.lifecycle.subscribe("reset", self._marks.mark),
+                       lambda: base.add_action_transform(self._transform))
 
     def _transform(self, actions: np.ndarray) -> np.ndarray:
         self._queue.push(actions, self._marks.take())

@@ -43,10 +43,18 @@ def check_randomization(randomization: object) -> None:
             raise ConfigError(f"randomization={randomization!r} is not a preset; allowed are {allowed(PRESETS)}, "
                               "None, or a list of EventTerm")
         return
-    terms = list(randomization) if isinstance(randomization, Sequence) else [randomization]
-    if not all(isinstance(t, EventTerm) for t in terms):
-        raise ConfigError("randomization must be None, a preset name or a list of EventTerm; got "
-                          f"{[type(t).__name__ for t in terms]}")
+    if not isinstance(randomization, Sequence) or isinstance(randomization, bytes):
+        raise ConfigError(
+            f"randomization must be None, a preset name ({allowed(PRESETS)}) or a sequence of EventTerm; got "
+            f"{type(randomization).__name__} {randomization!r}"
+            + ("; wrap a single term in a list: randomization=[term]" if isinstance(randomization, EventTerm) else "")
+        )
+    bad = [f"{i}: {type(t).__name__}" for i, t in enumerate(randomization) if not isinstance(t, EventTerm)]
+    if bad:
+        raise ConfigError(
+            f"randomization must be None, a preset name ({allowed(PRESETS)}) or a list of EventTerm; entries "
+            f"{bad[:8]} are not EventTerm"
+        )
 
 
 def apply_randomization(env: VectorEnv, randomization: str | Sequence[EventTerm] | None) -> VectorEnv:

@@ -41,6 +41,43 @@ KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
 }
 
 
+def _real(label: str, what: str, value: object) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ConfigError(
+            f"term {label!r}: {what} must be a real number (int or float), got {type(value).__name__} {value!r}"
+        )
+    return float(value)
+
+
+def _targets(label: str, targets: object) -> tuple[str, ...]:
+    if isinstance(targets, str):
+        raise ConfigError(
+            f"term {label!r}: targets must be a tuple of names or regex patterns, got the str {targets!r} "
+            f"(which would be read as its characters); write targets=({targets!r},)"
+        )
+    try:
+        out = tuple(targets)  # type: ignore[call-overload]
+    except TypeError:
+        raise ConfigError(
+            f"term {label!r}: targets must be a tuple of names or regex patterns, got {type(targets).__name__} "
+            f"{targets!r}"
+        ) from None
+    bad = [t for t in out if not isinstance(t, str) or not t]
+    if bad:
+        raise ConfigError(f"term {label!r}: every target must be a non-empty str (a name or regex), got {bad}")
+    return out
+
+
+def _interval(label: str, value: object) -> tuple[float, float]:
+    problem = "interval_s must be a pair (min, max) of finite seconds with 0 < min <= max"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+        raise ConfigError(f"term {label!r}: {problem}, got {value!r}")
+    lo, hi = (_real(label, f"interval_s[{i}]", v) for i, v in enumerate(value))
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+        raise ConfigError(f"term {label!r}: {problem}, got {value!r}")
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class EventTerm:
     """One model-field randomization.
@@ -69,17 +106,29 @@ class EventTerm:
     name: str = ""
 
     def __post_init__(self) -> None:
-        label = self.name or self.kind
-        object.__setattr__(self, "name", label)
-        object.__setattr__(self, "targets", tuple(self.targets))
+        if not isinstance(self.name, str):
+            raise ConfigError(f"EventTerm name must be a str, got {type(self.name).__name__} {self.name!r}")
         for what, value, choices in (
             ("kind", self.kind, KINDS),
             ("operation", self.operation, OPERATIONS),
             ("distribution", self.distribution, DISTRIBUTIONS),
             ("mode", self.mode, MODES),
         ):
-            if value not in choices:
-                raise ConfigError(f"term {label!r}: {what} {value!r} is not one of {allowed(choices)}")
+            if not isinstance(value, str) or value not in choices:
+                raise ConfigError(
+                    f"term {self.name or self.kind!r}: {what} {value!r} is not one of {allowed(choices)}"
+                )
+        label = self.name or self.kind
+        object.__setattr__(self, "name", label)
+        object.__setattr__(self, "targets", _targets(label, self.targets))
+        for what in ("low", "high"):
+            object.__setattr__(self, what, _real(label, what, getattr(self, what)))
+        if not isinstance(self.recompute_inertia, (bool, np.bool_)):
+            raise ConfigError(
+                f"term {label!r}: recompute_inertia must be True or False, got {self.recompute_inertia!r}"
+            )
+        if self.interval_s is not None:
+            object.__setattr__(self, "interval_s", _interval(label, self.interval_s))
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             raise ConfigError(f"term {label!r}: range ({self.low}, {self.high}) must be finite")
         if self.distribution != "gaussian" and self.low > self.high:
@@ -96,7 +145,7 @@ class EventTerm:
         if self.kind != "gravity" and not self.targets:
             raise ConfigError(f"term {label!r} ({self.kind}): give targets (names or regex patterns)")
         if self.mode == "interval":
-            if self.interval_s is None or not (0 < self.interval_s[0] <= self.interval_s[1]):
+            if self.interval_s is None:
                 raise ConfigError(
                     f"term {label!r}: mode 'interval' needs interval_s=(min, max) with 0 < min <= max, "
                     f"got {self.interval_s}"

@@ -1,0 +1,172 @@
+"""Wrappers act on a task only through the hooks it declares, release them on close, push through
+the backend's declared input, and present the vector-env interface RL libraries use."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import mjvec
+from mjvec.errors import CapabilityError, ConfigError
+from mjvec.randomization import (
+    ActionDelay,
+    DomainRandomization,
+    EventTerm,
+    ObjectPoseLatency,
+    ObjectScaleNoise,
+    ObservationDelay,
+    ObservationNoise,
+    RandomPushes,
+    paper,
+)
+from mjvec.randomization.inputs import StateInput
+from mjvec.rng import EnvRandom
+from tests.arm_env import ArmEnv, actions
+
+SMALL = {"num_tools": 6, "num_threads": 1}
+
+
+class PushableArm(ArmEnv):
+    """A second task that opts into RandomPushes by implementing `PushHooks` (the free tool 'obj')."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.push_body_id = int(self.backend.model.body("obj").id)
+        self.push_mass = self.backend.defaults("body_mass")[:, self.push_body_id].copy()
+        self.allowed = np.ones(self.num_envs, bool)
+
+    def push_allowed(self) -> np.ndarray:
+        return self.allowed.copy()
+
+
+@pytest.mark.parametrize(
+    ("wrap", "match"),
+    [
+        (ObservationNoise, r"ObservationNoise needs hooks that ArmEnv does not declare: PolicyLayoutHooks "
+                           r"\(missing \['policy_layout'\]\)"),
+        (ObjectPoseLatency, r"ObjectPoseLatency needs .*ObjectPoseHooks \(missing \['set_object_pose_source', "
+                            r"'true_object_pose'\]\)"),
+        (ObjectScaleNoise, r"ObjectScaleNoise needs .*ObjectScaleHooks \(missing \['object_scales', "
+                           r"'set_object_scale_source'\]\)"),
+        (RandomPushes, r"RandomPushes needs .*PushHooks \(missing \['push_allowed', 'push_body_id', 'push_mass'\]\)"),
+    ],
+)
+def test_wrapper_needing_an_undeclared_hook_fails_at_construction(wrap, match) -> None:
+    env = ArmEnv(2)
+    with pytest.raises(ConfigError, match=match):
+        wrap(env)
+    assert not any(env.hook_registrations().values()), "a refused wrapper must register nothing"
+
+
+def test_generic_wrappers_work_on_any_mjvec_env() -> None:
+    env = ActionDelay(ObservationDelay(ArmEnv(2), 1), 1)
+    env.reset(seed=0)
+    for t in range(5):
+        obs, *_ = env.step(actions(env.unwrapped.global_env_ids, t))
+    assert obs.shape == (2, env.unwrapped.single_observation_space.shape[0])
+
+
+def test_second_task_opts_into_pushes_and_they_go_through_the_declared_input() -> None:
+    env = RandomPushes(PushableArm(3), prob_range=(0.5, 0.5), force_scale=20.0, torque_scale=2.0)
+    base = env.unwrapped
+    base.allowed[:] = [True, False, True]
+    env.reset(seed=4)
+    # Oracle: the same streams drawn by hand in the wrapper's documented order.
+    rng = EnvRandom(base.global_env_ids, 4)
+    ids = np.arange(3)
+    prob = np.exp(rng.uniform(ids, "dr/push_prob", np.log(0.5), np.log(0.5)))
+    seen = 0
+    for t in range(12):
+        env.step(actions(base.global_env_ids, t))
+        pushed = (rng.uniform(ids, "dr/push_draw") < prob) & base.allowed
+        expected = np.zeros((3, 6))
+        p = np.flatnonzero(pushed)
+        mass = base.push_mass[p, None]
+        expected[p, :3] = rng.normal(p, "dr/push_force", (3,)) * mass * 20.0
+        expected[p, 3:] = rng.normal(p, "dr/push_torque", (3,)) * mass * 2.0
+        np.testing.assert_array_equal(base.backend.xfrc_applied[:, base.push_body_id], expected)
+        np.testing.assert_array_equal(env.pushed, pushed)
+        seen += p.size
+    assert seen > 0 and not env.pushed[1]
+
+
+def test_state_input_refuses_undeclared_inputs_and_bad_values() -> None:
+    env = ArmEnv(2)
+    with pytest.raises(CapabilityError, match=r"writes the state input 'qfrc_applied'.*writable inputs are "
+                                              r"\{ctrl, xfrc_applied\}"):
+        StateInput(env.backend, "qfrc_applied", who="test")
+    xfrc = StateInput(env.backend, "xfrc_applied", who="test")
+    before = env.backend.xfrc_applied.copy()
+    with pytest.raises(ConfigError, match=r"values must be finite with shape \(2, 1, 6\)"):
+        xfrc.write(np.arange(2), np.array([1]), np.full((2, 1, 6), np.nan))
+    np.testing.assert_array_equal(env.backend.xfrc_applied, before)
+    xfrc.write(np.array([1]), np.array([2]), np.full((1, 1, 6), 3.0))
+    expected = before.copy()
+    expected[1, 2] = 3.0
+    np.testing.assert_array_equal(env.backend.xfrc_applied, expected)
+
+
+def test_close_releases_every_hook_of_the_paper_stack() -> None:
+    base_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, randomization=None, **SMALL)
+    term = EventTerm("geom_friction", 0.5, 1.5, targets=("table",))
+    env = paper(DomainRandomization(base_env, [term]))
+    base = env.unwrapped
+    counts = base.hook_registrations()
+    assert counts["slot.object_pose"] == counts["slot.object_scales"] == 1
+    assert counts["observation_transforms"] == 2 and counts["action_transforms"] == 1
+    assert counts["lifecycle.reset"] >= 4 and counts["lifecycle.interval"] >= 3
+    env.reset(seed=0)
+    env.step(np.zeros((2, 29)))
+    env.close()
+    assert base.hook_registrations() == dict.fromkeys(counts, 0)
+    assert base.closed
+
+
+def test_two_pose_sources_are_refused() -> None:
+    env = ObjectPoseLatency(gym.make_vec(mjvec.ENV_ID, num_envs=1, randomization=None, **SMALL))
+    with pytest.raises(ConfigError, match="hook slot 'object_pose' of SimToolRealEnv already has a source"):
+        ObjectPoseLatency(env)
+    assert env.unwrapped.hook_registrations()["lifecycle.interval"] == 1
+
+
+# ---- the vector-env interface --------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["next_step", "same_step", "disabled"])
+def test_vector_interface_on_the_wrapper_stack_and_the_env(mode: str) -> None:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=3, autoreset_mode=mode, **SMALL)
+    base = env.unwrapped
+    for e in (env, base):
+        assert e.autoreset_mode is AutoresetMode(e.metadata["autoreset_mode"]) is base.metadata["autoreset_mode"]
+        assert len(e) == 3
+        assert e.get_attr("tolerance") == (base.tolerance,) * 3
+        assert e.call("true_object_pose")[0][0].shape == (3, 3)
+        assert e.call("num_envs") == (3, 3, 3)
+    assert env.get_attr("pushed")[0] is env.pushed  # owned by the outermost wrapper, RandomPushes
+    with pytest.raises(AttributeError, match=r"no env in the wrapper chain \['RandomPushes'.* has an attribute 'nope'"):
+        env.get_attr("nope")
+    env.set_attr("render_size_hint", 7)
+    assert env.get_attr("render_size_hint") == (7, 7, 7)
+    env.set_attr("pushed", [env.pushed] * 3)
+    with pytest.raises(ConfigError, match="differing per-env values"):
+        env.set_attr("render_size_hint", [1, 2, 3])
+    with pytest.raises(ConfigError, match="got 2 values for 3 envs"):
+        env.set_attr("render_size_hint", [1, 1])
+    env.close()
+
+
+def test_call_render_is_the_envs_frames() -> None:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=2, render_mode="rgb_array", render_size=(24, 32), **SMALL)
+    env.reset(seed=0)
+    frames = env.call("render")
+    assert len(frames) == 2
+    np.testing.assert_array_equal(frames[1], env.render()[1])
+    env.close()
+
+
+def test_frameskip_is_refused_as_an_unexpected_keyword() -> None:
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'frameskip'") as info:
+        gym.make(mjvec.ENV_ID, frameskip=4, **SMALL)
+    assert isinstance(info.value, ConfigError) and "config=SimToolRealConfig(frame_skip=" in str(info.value)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=1, bogus=1)
