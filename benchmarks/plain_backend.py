@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from mjvec.assets.scene import default_catalog, scene_spec
-from mjvec.backends.base import Capabilities, FieldWrite, Scene
+from mjvec.backends.base import Capabilities, FieldWrite, Scene, SceneBackend, check_input_write
 from mjvec.envs.simtoolreal import SimToolRealEnv
 from mjvec.envs.single import SingleEnv
 from mjvec.randomization import apply_randomization
@@ -92,6 +92,12 @@ class PlainBackend:
         for i in ids:
             mujoco.mj_forward(self._models[i], self._datas[i])
         self._sync_out(ids)
+
+    def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
+        view = self._views.get(name) if name in self.capabilities.inputs else None
+        ids, rows, values = check_input_write(name, self.capabilities, None if view is None else view.shape,
+                                              self.num_envs, env_ids, index, values)
+        SceneBackend._assign_input(self, view, ids, rows, values)  # type: ignore[arg-type]
 
     def defaults(self, field_name: str) -> np.ndarray:
         raise KeyError(field_name)

@@ -9,7 +9,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import mjvec
-from mjvec.errors import CapabilityError, ConfigError
+from mjvec.errors import CapabilityError, ConfigError, FieldWriteError
 from mjvec.randomization import (
     ActionDelay,
     DomainRandomization,
@@ -94,13 +94,20 @@ def test_second_task_opts_into_pushes_and_they_go_through_the_declared_input() -
 
 def test_state_input_refuses_undeclared_inputs_and_bad_values() -> None:
     env = ArmEnv(2)
-    with pytest.raises(CapabilityError, match=r"writes the state input 'qfrc_applied'.*writable inputs are "
-                                              r"\{ctrl, xfrc_applied\}"):
-        StateInput(env.backend, "qfrc_applied", who="test")
+    with pytest.raises(CapabilityError, match=r"writes the state input 'qacc'.*writable inputs are "
+                                              r"\{ctrl, mocap_pos, mocap_quat, qfrc_applied, xfrc_applied\}"):
+        StateInput(env.backend, "qacc", who="test")
     xfrc = StateInput(env.backend, "xfrc_applied", who="test")
     before = env.backend.xfrc_applied.copy()
-    with pytest.raises(ConfigError, match=r"values must be finite with shape \(2, 1, 6\)"):
+    with pytest.raises(FieldWriteError, match=r"write_input\('xfrc_applied'\) values must be finite numbers of "
+                                              r"shape \(2, 1, 6\)"):
         xfrc.write(np.arange(2), np.array([1]), np.full((2, 1, 6), np.nan))
+    with pytest.raises(FieldWriteError, match=r"write_input\('xfrc_applied'\) index must be 1-D integer ids in"):
+        xfrc.write(np.arange(2), np.array([99]), np.zeros((2, 1, 6)))
+    with pytest.raises(FieldWriteError, match=r"write_input\('xfrc_applied'\) env_ids \[5\] out of range"):
+        xfrc.write(np.array([5]), np.array([1]), np.zeros((1, 1, 6)))
+    with pytest.raises(CapabilityError, match=r"state input 'qpos' is not writable on the 'cpu' backend"):
+        env.backend.write_input("qpos", None, None, np.zeros((2, env.backend.model.nq)))
     np.testing.assert_array_equal(env.backend.xfrc_applied, before)
     xfrc.write(np.array([1]), np.array([2]), np.full((1, 1, 6), 3.0))
     expected = before.copy()

@@ -95,6 +95,10 @@ class FieldSpec:
     entity: str
 
 
+# MjData state inputs a caller may write between calls (through `write_input` or the views).
+STATE_INPUTS = frozenset({"ctrl", "qfrc_applied", "xfrc_applied", "mocap_pos", "mocap_quat"})
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can do, declared before the first step.
@@ -104,6 +108,7 @@ class Capabilities:
     device: where state lives ("cpu", "cuda:0").
     exact_variants: each env steps bit-exactly like its variant compiled alone (float64 CPU);
         False means "within float32 tolerance".
+    inputs: the MjData state inputs `write_input` accepts; applied at the next step.
     """
 
     backend: str
@@ -111,6 +116,7 @@ class Capabilities:
     array_namespace: str
     device: str
     exact_variants: bool
+    inputs: frozenset[str] = STATE_INPUTS
 
     def require(self, field_name: str, *, what: str = "field") -> FieldSpec:
         """The spec of `field_name`, or a CapabilityError naming the writable set."""
@@ -302,6 +308,28 @@ class SceneBackend:
         """(write, env_ids, values) of each write, validated against the declared fields."""
         return [(w, *check_write(w, self._capabilities.require(w.field), self.num_envs)) for w in writes]
 
+    def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
+        """Set state input `name` of local envs `env_ids` (None: all) at rows `index` of its first
+        per-env axis (None: the whole tail) to `values`; it takes effect at the next step.
+
+        Everything is validated (name in `capabilities.inputs`, ids, rows, shape, finite values)
+        before anything is written.
+        """
+        self._check_open()
+        view = self.bind(name) if name in self._capabilities.inputs else None
+        ids, rows, values = check_input_write(name, self._capabilities, None if view is None else view.shape,
+                                              self.num_envs, env_ids, index, values)
+        self._assign_input(view, ids, rows, values)
+
+    def _assign_input(self, view: Any, ids: Any, rows: Any, values: np.ndarray) -> None:
+        """Write validated values into an input view (numpy; a torch backend overrides this)."""
+        if rows is None:
+            view[ids] = values
+        elif isinstance(ids, slice):
+            view[:, rows] = values
+        else:
+            view[ids[:, None], rows[None, :]] = values
+
 
 @runtime_checkable
 class Backend(Protocol):
@@ -451,6 +479,40 @@ def check_write(write: FieldWrite, spec: FieldSpec, num_envs: int) -> tuple[np.n
     if not np.issubdtype(values.dtype, np.number) or not np.isfinite(values).all():
         raise FieldWriteError(f"FieldWrite({write.field!r}).values must be finite numbers")
     return ids, values.astype(spec.dtype, copy=False)
+
+
+def check_input_write(name: str, capabilities: Capabilities, shape: tuple[int, ...] | None, num_envs: int,
+                      env_ids: Any, index: Any, values: Any) -> tuple[Any, np.ndarray | None, np.ndarray]:
+    """Validate a `write_input` call against the input view's `shape` (N, *tail); return
+    (env ids or slice(None), row ids or None, float64 values). Raises CapabilityError for an
+    undeclared input, FieldWriteError for bad ids, rows, shapes or non-finite values."""
+    from mjvec.errors import CapabilityError
+
+    if name not in capabilities.inputs or shape is None:
+        raise CapabilityError(
+            f"state input {name!r} is not writable on the {capabilities.backend!r} backend; its writable inputs "
+            f"are {allowed(capabilities.inputs)}"
+        )
+    ids = slice(None) if env_ids is None else validate_env_ids(env_ids, num_envs, what=f"write_input({name!r}) env_ids")
+    count = num_envs if env_ids is None else ids.size  # type: ignore[union-attr]
+    tail = tuple(shape[1:])
+    rows = None
+    if index is not None:
+        rows = np.asarray(index)
+        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer) or not tail or \
+                ((rows < 0) | (rows >= tail[0])).any():
+            raise FieldWriteError(
+                f"write_input({name!r}) index must be 1-D integer ids in [0, {tail[0] if tail else 0}), got {index!r}"
+            )
+        rows = rows.astype(np.int64)
+        tail = (rows.size, *tail[1:])
+    values = np.asarray(values)
+    if values.shape != (count, *tail) or values.dtype.kind not in "fiu" or not np.isfinite(values).all():
+        raise FieldWriteError(
+            f"write_input({name!r}) values must be finite numbers of shape {(count, *tail)}, got "
+            f"{values.dtype} {values.shape}"
+        )
+    return ids, rows, values.astype(np.float64, copy=False)
 
 
 def frozen_mapping(d: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.backends.base import Capabilities, FieldWrite
+from mjvec.backends.base import Capabilities, FieldWrite, SceneBackend, check_input_write
 
 INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
 
@@ -103,6 +103,13 @@ class HostViews:
         self._push()
         self._backend.forward(env_ids)
         self._pull()
+
+    def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
+        """As `Backend.write_input`, into the host view (sent to the device at the next call)."""
+        view = self.bind(name) if name in self._capabilities.inputs else None
+        ids, rows, values = check_input_write(name, self._capabilities, None if view is None else view.shape,
+                                              self.num_envs, env_ids, index, values)
+        SceneBackend._assign_input(self, view, ids, rows, values)  # type: ignore[arg-type]
 
     def defaults(self, field_name: str) -> np.ndarray:
         return self._backend.defaults(field_name)
