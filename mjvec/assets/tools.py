@@ -10,6 +10,7 @@ tool k is a pure function of (seed, per_distribution, k), identical on every mac
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -188,23 +189,25 @@ class Tool:
             parts.append((mass, float(self.head_center_x), _box_inertia(mass, head)))
         return parts
 
-    @property
+    @functools.cached_property
     def mass(self) -> float:
         """Analytic mass (kg): density x volume per part (the head may overlap the capsule's cap)."""
         return float(sum(m for m, _, _ in self._parts()))
 
-    @property
+    @functools.cached_property
     def com_x(self) -> float:
         """x of the centre of mass in the object frame (y = z = 0 by symmetry)."""
         return float(sum(m * x for m, x, _ in self._parts()) / self.mass)
 
-    @property
+    @functools.cached_property
     def inertia(self) -> np.ndarray:
-        """(3,) principal inertia about the COM, along the object axes (parallel-axis theorem on x)."""
+        """(3,) principal inertia about the COM, along the object axes (parallel-axis theorem on x);
+        read-only (computed once per tool)."""
         com = self.com_x
         total = np.zeros(3)
         for m, x, own in self._parts():
             total += own + m * (x - com) ** 2 * np.array([0.0, 1.0, 1.0])
+        total.setflags(write=False)
         return total
 
 

@@ -22,6 +22,7 @@ arrays back into env order, geom-indexed fields in the canonical slot layout.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,14 +51,32 @@ _MESH_ATTRS = (
 _MESH_GEOM_TYPES = (int(mujoco.mjtGeom.mjGEOM_MESH), int(mujoco.mjtGeom.mjGEOM_SDF))
 
 
-def model_arrays(model: mujoco.MjModel) -> list[str]:
-    """Names of every array field of an MjModel, sorted."""
-    return sorted(n for n in dir(model) if not n.startswith("_") and isinstance(getattr(model, n, None), np.ndarray))
+@functools.cache
+def _field_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(array fields, 'opt.<name>' options, size counters) of MjModel: the same for every model."""
+    model = mujoco.MjModel.from_xml_string("<mujoco/>")
+    arrays = sorted(n for n in dir(model) if not n.startswith("_") and isinstance(getattr(model, n, None), np.ndarray))
+    options = sorted(f"opt.{n}" for n in dir(model.opt) if not n.startswith("_") and not callable(getattr(model.opt, n)))
+    sizes = sorted(n for n in dir(model) if n.startswith("n") and isinstance(getattr(model, n, None), int))
+    return tuple(arrays), tuple(options), tuple(sizes)
 
 
-def option_fields(model: mujoco.MjModel) -> list[str]:
-    """'opt.<name>' of every data field of the model's MjOption, sorted."""
-    return sorted(f"opt.{n}" for n in dir(model.opt) if not n.startswith("_") and not callable(getattr(model.opt, n)))
+def model_arrays(model: mujoco.MjModel | None = None) -> list[str]:
+    """Names of every array field of an MjModel, sorted (the same for every model)."""
+    return list(_field_names()[0])
+
+
+def option_fields(model: mujoco.MjModel | None = None) -> list[str]:
+    """'opt.<name>' of every data field of MjOption, sorted."""
+    return list(_field_names()[1])
+
+
+@functools.cache
+def _keyed_fields(per_env: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(size counters, fields) that `structure_key` hashes for an engine holding `per_env` per env."""
+    arrays, options, sizes = _field_names()
+    fields = tuple(n for n in arrays + options if n not in per_env and not _is_asset(n) and n != "geom_dataid")
+    return tuple(n for n in sizes if not n.startswith(_ASSET_SIZES)), fields
 
 
 def field_value(model: mujoco.MjModel, name: str) -> np.ndarray:
@@ -96,14 +115,11 @@ def _mesh_dataids(model: mujoco.MjModel) -> np.ndarray:
 def structure_key(model: mujoco.MjModel, per_env: frozenset[str]) -> bytes:
     """A digest of everything an engine holding the `per_env` fields per env needs equal in one group."""
     digest = hashlib.blake2b(digest_size=16)
-    for name in sorted(n for n in dir(model) if n.startswith("n") and isinstance(getattr(model, n, None), int)):
-        if not name.startswith(_ASSET_SIZES):
-            digest.update(f"{name}={getattr(model, name)};".encode())
+    sizes, fields = _keyed_fields(per_env)
+    digest.update(str([getattr(model, n) for n in sizes]).encode())
     digest.update(f"nbodybvh={int(model.body_bvhnum.sum())};".encode())
     digest.update(_mesh_dataids(model).tobytes())
-    for name in model_arrays(model) + option_fields(model):
-        if name in per_env or _is_asset(name) or name == "geom_dataid":
-            continue
+    for name in fields:
         value = np.ascontiguousarray(field_value(model, name))
         digest.update(f"{name}{value.shape}".encode())
         digest.update(value.tobytes())
@@ -158,6 +174,7 @@ class _GroupBuilder:
                  if n in per_env and n != "geom_dataid" and not _is_asset(n)]
         self.reference = {n: np.array(field_value(model, n)) for n in names}
         self.reference = {n: v for n, v in self.reference.items() if v.size}
+        self.reference_bytes = {n: v.tobytes() for n, v in self.reference.items()}
         self.rows: dict[str, list[np.ndarray]] = {}
         self.mesh_of_key = {_mesh_key(model, k): k for k in range(model.nmesh)}
         self.extra_meshes: list[tuple[str, dict]] = []  # (name in its variant, MjsMesh attributes)
@@ -165,13 +182,13 @@ class _GroupBuilder:
 
     def add(self, variant: int, model: mujoco.MjModel, spec: mujoco.MjSpec) -> None:
         count = len(self.variants)
-        for name, ref in self.reference.items():
+        for name, ref in self.reference_bytes.items():
             value = field_value(model, name)
             rows = self.rows.get(name)
             if rows is not None:
                 rows.append(np.array(value))
-            elif value.tobytes() != ref.tobytes():
-                self.rows[name] = [ref] * count + [np.array(value)]
+            elif value.tobytes() != ref:
+                self.rows[name] = [self.reference[name]] * count + [np.array(value)]
         self.dataids.append(self._template_dataids(model, spec))
         self.variants.append(variant)
 
