@@ -26,7 +26,8 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   reset again on the next step, in any mode. A failure during a NEXT_STEP autoreset step is ignored
   (that step's physics is discarded for the env anyway).
 - Infos: the task's (N, ...) arrays, each with a ``"_key"`` mask that is True for the envs the task
-  evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos are empty.
+  evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos hold what the
+  task knows at reset (`_reset_info`, e.g. tool ids), masked True for the envs that were reset.
 - ``record_episode_statistics=True`` adds ``info["episode"] = {"r", "l", "t", "success"}`` (+
   ``info["_episode"]``) at done steps. Off by default: gymnasium's RecordEpisodeStatistics raises if
   the env already writes ``"episode"``. A simulation-error truncation ends an episode too.
@@ -36,11 +37,17 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
+- Not thread-safe, and misuse is detected: a call to reset/step/render/render_grid/close while
+  another of them is running (from a second thread) raises `ConcurrentUseError` and changes
+  nothing. The check is one non-blocking lock acquire per call. Copies (``copy.copy``,
+  ``copy.deepcopy``) are refused: a copy would share the simulations, and closing it would free them.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,7 +68,7 @@ from mjvec.envs._autoreset import (
 from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
 from mjvec.envs.lifecycle import Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
-from mjvec.errors import ClosedError, ConfigError, ResetNeededError
+from mjvec.errors import ClosedError, ConcurrentUseError, ConfigError, NotCopyableError, ResetNeededError
 from mjvec.rng import EnvRandom
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
@@ -69,6 +76,29 @@ __all__ = ["MjVecEnv", "ResetNeededError"]
 log = logging.getLogger(__name__)
 
 RENDER_MODES = ("rgb_array",)
+MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
+
+
+def _exclusive(method: Callable) -> Callable:
+    """Run `method` holding the env's call lock; a call made while another holds it raises.
+
+    A non-blocking acquire: a second thread (or a re-entrant call) never waits, it is refused.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def guarded(self: MjVecEnv, *args: Any, **kwargs: Any) -> Any:
+        lock = self._call_lock
+        if not lock.acquire(blocking=False):
+            raise self._concurrent_use(name)
+        self._call_owner = (name, threading.current_thread())
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._call_owner = None
+            lock.release()
+
+    return guarded
 
 
 class MjVecEnv(VectorEnv):
@@ -97,6 +127,8 @@ class MjVecEnv(VectorEnv):
         render_size: tuple[int, int] = (240, 320),
         variant_model: Callable[[int], mujoco.MjModel] | None = None,
     ) -> None:
+        self._call_lock = threading.Lock()
+        self._call_owner: tuple[str, threading.Thread] | None = None
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
             raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
         if not isinstance(single_observation_space, gym.Space):
@@ -109,6 +141,10 @@ class MjVecEnv(VectorEnv):
             raise ConfigError(
                 f"render_mode={render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
             )
+        if not isinstance(record_episode_statistics, (bool, np.bool_)):
+            raise ConfigError(
+                f"record_episode_statistics must be True or False, got {record_episode_statistics!r}"
+            )
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
         self.array_backend = array_backend
@@ -116,6 +152,12 @@ class MjVecEnv(VectorEnv):
 
         self.backend = backend
         self.num_envs = int(backend.num_envs)
+        last_id = int(backend.env_id_offset) + self.num_envs - 1
+        if last_id > MAX_GLOBAL_ID:
+            raise ConfigError(
+                f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
+                "lower env_id_offset or num_envs"
+            )
         self.global_env_ids = int(backend.env_id_offset) + np.arange(self.num_envs, dtype=np.int64)
         self.global_env_ids.setflags(write=False)
         self.rng = EnvRandom(self.global_env_ids, None)
@@ -175,6 +217,10 @@ class MjVecEnv(VectorEnv):
         """Sample initial states for these local envs from self.rng; call self.backend.reset."""
         raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
 
+    def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """(N, ...) arrays known at reset (e.g. tool ids); only rows `env_ids` are read. Default: {}."""
+        return {}
+
     def _success(self) -> np.ndarray | None:
         """(N,) bool success used by episode statistics; default: this step's info["success"]."""
         return self._task_info.get("success")
@@ -198,8 +244,11 @@ class MjVecEnv(VectorEnv):
         return _subscribe(self._obs_transforms, fn)
 
     # ---- Gymnasium API ---------------------------------------------------------------------
+    @_exclusive
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, {}).
+        """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, info).
+
+        info: the task's `_reset_info` arrays with ``"_key"`` masks True for the envs reset now.
 
         seed: None (no reseed), an int (env i keyed by (seed, global id i)) or a list of num_envs
         ints (env i gets list[i]); with a reset mask only the masked envs are reseeded.
@@ -220,8 +269,14 @@ class MjVecEnv(VectorEnv):
         self.lifecycle.fire_startup()
         self._reset_ids(ids)
         self._has_reset = True
-        return self._output_obs(self._observe(), stepped=False), {}
+        obs = self._output_obs(self._observe(), stepped=False)
+        info = self._reset_info(ids)
+        check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
+        reset = np.zeros(self.num_envs, bool)
+        reset[ids] = True
+        return obs, masked_info(info, reset)
 
+    @_exclusive
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance every env by one control step (see the module docstring for autoreset)."""
         self._check_open()
@@ -332,11 +387,13 @@ class MjVecEnv(VectorEnv):
         return value if self._torch is None else self._torch.as_tensor(value, device=self._device)
 
     # ---- rendering -------------------------------------------------------------------------
+    @_exclusive
     def render(self) -> LazyFrames:
         """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
         self._check_open()
         return LazyFrames(self._require_renderer(), self.num_envs)
 
+    @_exclusive
     def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
         """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
         self._check_open()
@@ -350,6 +407,11 @@ class MjVecEnv(VectorEnv):
         return self._renderer
 
     # ---- lifetime --------------------------------------------------------------------------
+    @_exclusive
+    def close(self, **kwargs: Any) -> None:
+        """Free the renderers and the backend; idempotent (see `close_extras`)."""
+        super().close(**kwargs)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Free the renderers and the backend (called once by VectorEnv.close)."""
         if self._renderer is not None:
@@ -359,6 +421,31 @@ class MjVecEnv(VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedError(f"this {type(self).__name__} is closed; create a new env")
+
+    def _concurrent_use(self, name: str) -> ConcurrentUseError:
+        owner = self._call_owner
+        running, thread = owner if owner is not None else ("another call", None)
+        where = (
+            "this same thread (a re-entrant call)" if thread is threading.current_thread()
+            else f"thread {getattr(thread, 'name', '?')!r}"
+        )
+        return ConcurrentUseError(
+            f"{type(self).__name__}.{name}() was called while {running}() is running in {where}; an mjvec env is "
+            "not thread-safe: call it from one thread at a time, or give each thread its own env"
+        )
+
+    def __copy__(self) -> MjVecEnv:
+        raise _not_copyable(self)
+
+    def __deepcopy__(self, memo: dict) -> MjVecEnv:
+        raise _not_copyable(self)
+
+
+def _not_copyable(env: MjVecEnv) -> TypeError:
+    return NotCopyableError(
+        f"{type(env).__name__} cannot be copied: a copy would share its simulations (closing either would free "
+        "them for both); create another env with gym.make_vec(...) instead"
+    )
 
 
 def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:
