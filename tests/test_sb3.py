@@ -390,6 +390,9 @@ def test_train_sb3_example_smoke(tmp_path):
     out = subprocess.run([sys.executable, str(root / "examples" / "train_sb3.py"), *argv], capture_output=True,
                          text=True, timeout=300, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
+    # No silent stretch after training: the evaluation and the GIF announce themselves.
+    assert "evaluating the final policy: 2 episodes on 2 held-out envs" in out.stderr
+    assert "recording policy.gif: 6 steps of the first 2 eval envs" in out.stderr
     for name in ("ppo_64_steps.zip", "ppo_vecnormalize_64_steps.pkl", "ppo_128_steps.zip"):
         assert (run_dir / "checkpoints" / name).is_file()
     assert PPO.load(run_dir / "final_model.zip", device="cpu").num_timesteps == 128
