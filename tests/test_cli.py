@@ -33,7 +33,7 @@ def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.Complet
     base = dict(os.environ if env is None else env)
     base["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), base.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-m", "mjvec", *argv], capture_output=True, text=True, timeout=120,
-                          env=base, cwd=ROOT)
+                          env=base)  # in the scratch working directory (conftest)
 
 
 def test_list():

@@ -40,7 +40,8 @@ def _env() -> dict[str, str]:
 
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    # In the scratch working directory (conftest), where MuJoCo's log file may go.
+    result = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
 

@@ -270,7 +270,9 @@ def test_reset_infos_options_info_keys_and_torch_output():
     venv = SB3VecEnv(make(array_backend="torch"), info_keys=("success", "reward_terms"))
     obs = venv.reset()
     assert isinstance(obs, np.ndarray) and obs.dtype == np.float32
-    assert venv.reset_infos == [{}] * N
+    # Each env's reset info row: its own tool and the shared success tolerance.
+    tools = venv.env.unwrapped.tool_ids
+    assert venv.reset_infos == [{"tool_id": tools[i], "tolerance": venv.env.unwrapped.tolerance} for i in range(N)]
     _, rew, dones, infos = venv.step(actions(1)[0])
     assert isinstance(rew, np.ndarray) and isinstance(dones, np.ndarray) and dones.dtype == bool
     assert all(set(i) == {"success", "reward_terms"} for i in infos)
@@ -368,7 +370,7 @@ def test_missing_stable_baselines3_raises_install_error(monkeypatch):
     for name in [m for m in sys.modules if m == "stable_baselines3" or m.startswith("stable_baselines3.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "mjvec.envs.sb3")
-    with pytest.raises(InstallError, match=r"pip install mjvec\[train\]"):
+    with pytest.raises(InstallError, match=r"pip install -e '\.\[train\]' in the mjvec checkout"):
         importlib.import_module("mjvec.envs.sb3")
     monkeypatch.undo()
     assert importlib.import_module("mjvec.envs.sb3").SB3VecEnv is SB3VecEnv

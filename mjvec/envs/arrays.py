@@ -25,7 +25,7 @@ def import_torch() -> Any:
     except ImportError as error:
         raise InstallError(
             f"array_backend='torch' needs PyTorch, which is not importable ({error}); "
-            "fix: pip install mjvec[train] (or pip install torch)"
+            "fix: pip install -e '.[train]' in the mjvec checkout (or pip install torch)"
         ) from error
     return torch
 
