@@ -37,15 +37,13 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
-- Not thread-safe, and misuse is detected: a call to reset/step/render/render_grid/close while
-  another of them is running (from a second thread) raises `ConcurrentUseError` and changes
-  nothing. The check is one non-blocking lock acquire per call. Copies (``copy.copy``,
-  ``copy.deepcopy``) are refused: a copy would share the simulations, and closing it would free them.
+- Not thread-safe, and misuse is detected (`mjvec.envs._guard`): a call to reset/step/render/
+  render_grid/close while another of them is running (from a second thread) raises
+  `ConcurrentUseError` and changes nothing; copies (``copy.copy``/``deepcopy``) are refused.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -65,10 +63,11 @@ from mjvec.envs._autoreset import (
     parse_reset_options,
     parse_seed,
 )
+from mjvec.envs._guard import exclusive, not_copyable
 from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
 from mjvec.envs.lifecycle import Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
-from mjvec.errors import ClosedError, ConcurrentUseError, ConfigError, NotCopyableError, ResetNeededError
+from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.rng import EnvRandom
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
@@ -77,28 +76,6 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("rgb_array",)
 MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
-
-
-def _exclusive(method: Callable) -> Callable:
-    """Run `method` holding the env's call lock; a call made while another holds it raises.
-
-    A non-blocking acquire: a second thread (or a re-entrant call) never waits, it is refused.
-    """
-    name = method.__name__
-
-    @functools.wraps(method)
-    def guarded(self: MjVecEnv, *args: Any, **kwargs: Any) -> Any:
-        lock = self._call_lock
-        if not lock.acquire(blocking=False):
-            raise self._concurrent_use(name)
-        self._call_owner = (name, threading.current_thread())
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._call_owner = None
-            lock.release()
-
-    return guarded
 
 
 class MjVecEnv(VectorEnv):
@@ -244,7 +221,7 @@ class MjVecEnv(VectorEnv):
         return _subscribe(self._obs_transforms, fn)
 
     # ---- Gymnasium API ---------------------------------------------------------------------
-    @_exclusive
+    @exclusive
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, info).
 
@@ -276,7 +253,7 @@ class MjVecEnv(VectorEnv):
         reset[ids] = True
         return obs, masked_info(info, reset)
 
-    @_exclusive
+    @exclusive
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance every env by one control step (see the module docstring for autoreset)."""
         self._check_open()
@@ -387,13 +364,13 @@ class MjVecEnv(VectorEnv):
         return value if self._torch is None else self._torch.as_tensor(value, device=self._device)
 
     # ---- rendering -------------------------------------------------------------------------
-    @_exclusive
+    @exclusive
     def render(self) -> LazyFrames:
         """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
         self._check_open()
         return LazyFrames(self._require_renderer(), self.num_envs)
 
-    @_exclusive
+    @exclusive
     def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
         """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
         self._check_open()
@@ -407,7 +384,7 @@ class MjVecEnv(VectorEnv):
         return self._renderer
 
     # ---- lifetime --------------------------------------------------------------------------
-    @_exclusive
+    @exclusive
     def close(self, **kwargs: Any) -> None:
         """Free the renderers and the backend; idempotent (see `close_extras`)."""
         super().close(**kwargs)
@@ -422,30 +399,11 @@ class MjVecEnv(VectorEnv):
         if self.closed:
             raise ClosedError(f"this {type(self).__name__} is closed; create a new env")
 
-    def _concurrent_use(self, name: str) -> ConcurrentUseError:
-        owner = self._call_owner
-        running, thread = owner if owner is not None else ("another call", None)
-        where = (
-            "this same thread (a re-entrant call)" if thread is threading.current_thread()
-            else f"thread {getattr(thread, 'name', '?')!r}"
-        )
-        return ConcurrentUseError(
-            f"{type(self).__name__}.{name}() was called while {running}() is running in {where}; an mjvec env is "
-            "not thread-safe: call it from one thread at a time, or give each thread its own env"
-        )
-
     def __copy__(self) -> MjVecEnv:
-        raise _not_copyable(self)
+        raise not_copyable(self)
 
     def __deepcopy__(self, memo: dict) -> MjVecEnv:
-        raise _not_copyable(self)
-
-
-def _not_copyable(env: MjVecEnv) -> TypeError:
-    return NotCopyableError(
-        f"{type(env).__name__} cannot be copied: a copy would share its simulations (closing either would free "
-        "them for both); create another env with gym.make_vec(...) instead"
-    )
+        raise not_copyable(self)
 
 
 def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:
