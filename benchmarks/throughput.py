@@ -135,18 +135,30 @@ def async_rate(num_envs: int, steps: int, repeats: int) -> float:
     return rate
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--num-envs", type=int, nargs="+", default=[64, 256, 1024, 4096])
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    p.add_argument("--async-envs", type=int, nargs="*", default=[16, 64])
-    p.add_argument("--repeats", type=int, default=5)
+FULL = {"num_envs": [64, 256, 1024, 4096], "threads": [1, 2], "async_envs": [16, 64], "repeats": 5}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; --quick changes only the defaults, so an explicit --threads etc. still holds."""
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()).replace("`", ""))
+    p.add_argument("--quick", action="store_true",
+                   help="one configuration (256 envs, all CPUs, 3 repeats, no async), under a minute")
+    p.add_argument("--num-envs", type=int, nargs="+", help=f"(default: {FULL['num_envs']}; --quick: [256])")
+    p.add_argument("--threads", type=int, nargs="+", help=f"(default: {FULL['threads']}; --quick: all CPUs)")
+    p.add_argument("--async-envs", type=int, nargs="*", help=f"(default: {FULL['async_envs']}; --quick: none)")
+    p.add_argument("--repeats", type=int, help=f"(default: {FULL['repeats']}; --quick: 3)")
     p.add_argument("--csv", type=Path, help="also write the per-configuration table here")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    quick = {"num_envs": [256], "threads": [len(os.sched_getaffinity(0))], "async_envs": [], "repeats": 3}
+    for name, value in (quick if args.quick else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     logging.basicConfig(level=logging.WARNING)
-    if args.quick:
-        args.num_envs, args.threads, args.repeats, args.async_envs = [256], [len(os.sched_getaffinity(0))], 3, []
     results, rows = [], []
     for n in args.num_envs:
         for threads in args.threads:

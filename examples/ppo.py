@@ -415,7 +415,8 @@ def reduce_stats(stats: dict[str, float], dev: torch.device) -> dict[str, float]
 
 def log_row(it: int, global_step: int, elapsed: float, stats: dict[str, float], losses: dict[str, float],
             lr: float, steps_per_iter: int) -> dict[str, float]:
-    """One CSV row: episode means over the episodes finished this iteration (NaN if none)."""
+    """One CSV row: episode means over the episodes finished this iteration (NaN if none; the CSV
+    and the progress bar show those as an empty field and "-")."""
     episodes = stats.pop("episodes")
     sums = {k: stats.pop(k) for k in ("return", "success", "length")}
     per_ep = {k: v / episodes if episodes else math.nan for k, v in sums.items()}
@@ -437,14 +438,24 @@ class CsvLog:
         self._writer: csv.DictWriter | None = None
 
     def write(self, row: dict[str, float]) -> None:
+        """Append `row`; a NaN (a mean over no episodes) is written as an empty field."""
         if self._writer is None:
             self._writer = csv.DictWriter(self._file, fieldnames=list(row))
             self._writer.writeheader()
-        self._writer.writerow(row)
+        self._writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
         self._file.flush()
 
     def close(self) -> None:
         self._file.close()
+
+
+def progress_postfix(row: dict[str, float]) -> dict[str, str]:
+    """The progress bar's fields: "-" for means over no finished episode."""
+    def fmt(value: float, spec: str) -> str:
+        return "-" if math.isnan(value) else format(value, spec)
+
+    return {"ret": fmt(row["mean_return"], ".1f"), "succ": fmt(row["mean_success"], ".2f"),
+            "sps": format(row["sps"], ".0f")}
 
 
 def param_digest(agent: Agent) -> str:
@@ -514,7 +525,7 @@ def main(args: Args) -> None:
                       optimizer.param_groups[0]["lr"], steps_per_iter)
         if log is not None:
             log.write(row)
-            bar.set_postfix(ret=f"{row['mean_return']:.1f}", succ=f"{row['mean_success']:.2f}", sps=f"{row['sps']:.0f}")
+            bar.set_postfix(progress_postfix(row))
         over = float(args.time_limit_s is not None and elapsed > args.time_limit_s)
         if all_reduce_(torch.tensor(over, device=dev), dist.ReduceOp.MAX if world > 1 else None).item() > 0:
             break

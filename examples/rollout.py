@@ -23,7 +23,7 @@ from tqdm import tqdm
 import mjvec  # noqa: F401  (registers SimToolReal-v0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--steps", type=int, default=300)
@@ -31,7 +31,7 @@ def main() -> None:
     p.add_argument("--grid-envs", type=int, default=8)
     p.add_argument("--out", type=Path, default=Path("out/rollout_grid.png"))
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("mjvec").setLevel(logging.INFO)
 

@@ -39,7 +39,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecNormalize
-from tqdm import TqdmExperimentalWarning
+from tqdm import TqdmExperimentalWarning, tqdm
 
 import mjvec  # noqa: F401  (registers SimToolReal-v0)
 from mjvec.envs.sb3 import SB3VecEnv
@@ -180,7 +180,9 @@ def record_video(model: PPO, env: VecNormalize, args: Args, path: Path) -> Path:
     ids = np.arange(min(args.video_envs, env.num_envs))
     obs = env.reset()
     frames = [base.render_grid(ids)]
-    for t in range(1, args.video_steps + 1):
+    steps = tqdm(range(1, args.video_steps + 1), desc=f"recording {path.name}", unit="step", leave=False,
+                 disable=not args.progress_bar)
+    for t in steps:
         action, _ = model.predict(obs, deterministic=True)
         obs, *_ = env.step(action)
         if t % args.video_every == 0:
@@ -218,12 +220,20 @@ def main(args: Args) -> dict[str, Any]:
                             training=False, norm_reward=False)
     eval_env.obs_rms = copy.deepcopy(env.obs_rms)
     eval_env.seed(args.seed + 1)
-    returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
-                                       return_episode_rewards=True)
+    log.info("evaluating the final policy: %d episodes on %d held-out envs", args.eval_episodes, args.eval_envs)
+    with tqdm(total=args.eval_episodes, desc="evaluation", unit="episode", leave=False,
+              disable=not args.progress_bar) as bar:
+        def count_episodes(local: dict[str, Any], _: dict[str, Any]) -> None:
+            bar.update(int(np.sum(local["episode_counts"])) - bar.n)
+
+        returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
+                                           return_episode_rewards=True, callback=count_episodes)
     evaluation = {"episodes": len(returns), "return_mean": float(np.mean(returns)),
                   "return_std": float(np.std(returns)), "length_mean": float(np.mean(lengths)),
                   "returns": [float(r) for r in returns], "lengths": [int(n) for n in lengths]}
     (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=2))
+    log.info("recording policy.gif: %d steps of the first %d eval envs", args.video_steps,
+             min(args.video_envs, args.eval_envs))
     video = record_video(model, eval_env, args, run_dir / "policy.gif")
     env.close()
     eval_env.close()

@@ -1,4 +1,4 @@
-"""The ``python -m mjvec`` command line: list, info, rollout, bench.
+"""The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli_rollout`), bench.
 
     python -m mjvec list                                   # registered mjvec env ids
     python -m mjvec info SimToolReal-v0 [--json]           # spaces, tools per topology, backends
@@ -8,8 +8,10 @@
     python -m mjvec bench cpu_backend -- --num-envs 64     # run one (python -m benchmarks.cpu_backend)
 
 Env options are passed as ``--option key=value`` (value parsed as a Python literal, else a string),
-e.g. ``--option num_tools=6 --option randomization=None``. This is a user-facing command, so it
-prints its results; errors of mjvec (bad options, missing extras) print one line and exit 2.
+e.g. ``--option num_tools=6 --option randomization=none``. This is a user-facing command, so it
+prints its results; every user error (bad arguments or options, unwritable outputs, a file that
+is not a checkpoint, missing extras) prints one line on stderr and exits 2, as argparse does.
+`info` imports neither torch nor warp: backends are reported from the installed packages.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,14 +38,32 @@ from mjvec.errors import ConfigError, MjvecError
 
 # Options dataclass per env id, for `info` (every other key is the env's to validate).
 ENV_OPTIONS = {ENV_ID: SimToolRealOptions}
+# Env options a command sets itself: --option NAME=... is refused with what to use instead.
+FIXED_OPTIONS = {
+    "info": {"num_envs": "info builds one env"},
+    "rollout": {
+        "num_envs": "use --num-envs", "render_size": "use --render-size H W",
+        "render_mode": "rollout renders when --grid or --gif is given",
+        "autoreset_mode": "rollout runs with autoreset_mode='same_step'",
+        "record_episode_statistics": "rollout records episode statistics itself",
+    },
+}
+TRUST_WARNING = (
+    "SB3 .zip checkpoints and VecNormalize .pkl files are pickles: loading one runs code from the file. "
+    "Load only checkpoints you trust."
+)
 
 
-def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+def _parse_options(pairs: Sequence[str], command: str = "info") -> dict[str, Any]:
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.isidentifier():
             raise ConfigError(f"--option expects key=value (e.g. num_tools=6), got {pair!r}")
+        if key in FIXED_OPTIONS.get(command, {}):
+            raise ConfigError(
+                f"--option {pair} collides with what {command} sets itself: {FIXED_OPTIONS[command][key]}"
+            )
         try:
             options[key] = ast.literal_eval(text)
         except (ValueError, SyntaxError):
@@ -114,111 +134,6 @@ def _chain(env: Any) -> list[Any]:
     return chain
 
 
-# ---- rollout ---------------------------------------------------------------------------------
-def _checkpoint_policy(
-    args: argparse.Namespace, env: gym.vector.VectorEnv
-) -> tuple[Callable[[Any], np.ndarray], Path | None]:
-    """(obs -> actions of an SB3 checkpoint (deterministic), the VecNormalize stats file used or None)."""
-    from stable_baselines3 import A2C, DDPG, PPO, SAC, TD3
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from mjvec.envs.sb3 import SB3VecEnv
-
-    algos = {"ppo": PPO, "sac": SAC, "td3": TD3, "a2c": A2C, "ddpg": DDPG}
-    path = Path(args.checkpoint)
-    if not path.is_file():
-        raise ConfigError(f"--checkpoint {str(path)!r} does not exist")
-    model = algos[args.algo].load(path, device="cpu")
-    if model.observation_space != SB3VecEnv(env).observation_space:
-        raise ConfigError(
-            f"the checkpoint's observation space {model.observation_space} does not match the env's "
-            f"{env.single_observation_space}; pass the training options (e.g. --option obs_mode=asymmetric)"
-        )
-    stats = Path(args.vecnormalize) if args.vecnormalize else _find_vecnormalize(path)
-    normalize = None
-    if stats is not None:
-        normalize = VecNormalize.load(str(stats), SB3VecEnv(env))
-        normalize.training = False
-
-    def policy(obs: Any) -> np.ndarray:
-        if normalize is not None:
-            obs = normalize.normalize_obs(obs)
-        return model.predict(obs, deterministic=True)[0]
-
-    return policy, stats
-
-
-def _find_vecnormalize(checkpoint: Path) -> Path | None:
-    """vecnormalize.pkl beside a final model, or CheckpointCallback's matching <prefix>_vecnormalize_<n>_steps.pkl."""
-    stem = checkpoint.stem
-    candidates = [checkpoint.parent / "vecnormalize.pkl"]
-    if stem.endswith("_steps"):
-        prefix, _, rest = stem.rpartition("_")[0].rpartition("_")
-        candidates.insert(0, checkpoint.parent / f"{prefix}_vecnormalize_{rest}_steps.pkl")
-    return next((c for c in candidates if c.is_file()), None)
-
-
-def rollout(args: argparse.Namespace) -> dict[str, Any]:
-    """Run a random or checkpoint policy; write the grid PNG / GIF; return a summary."""
-    from mjvec.envs.video import write_gif, write_png
-
-    env = gym.make_vec(
-        args.env_id, num_envs=args.num_envs, autoreset_mode="same_step", record_episode_statistics=True,
-        render_mode="rgb_array" if (args.grid or args.gif) else None, render_size=tuple(args.render_size),
-        **_parse_options(args.option),
-    )
-    try:
-        policy, stats = _checkpoint_policy(args, env) if args.checkpoint else (_random_policy(env, args.seed), None)
-        summary: dict[str, Any] = {"env_id": args.env_id, "num_envs": args.num_envs, "steps": args.steps,
-                                   "policy": args.checkpoint or "random", "vecnormalize": stats and str(stats)}
-        frames = _run(env, policy, args, summary)
-        ids = np.arange(min(args.grid_envs, args.num_envs))
-        if args.grid:
-            summary["grid"] = str(write_png(args.grid, env.unwrapped.render_grid(ids)))
-        if args.gif:
-            summary["gif"] = str(write_gif(args.gif, frames, fps=env.metadata["render_fps"] / args.frame_every))
-            summary["gif_frames"] = len(frames)
-    finally:
-        env.close()
-    return summary
-
-
-def _run(env: gym.vector.VectorEnv, policy: Callable[[Any], np.ndarray], args: argparse.Namespace,
-         summary: dict[str, Any]) -> list[np.ndarray]:
-    """Step `env` args.steps times from reset(seed); fill `summary`; return the GIF frames (if any)."""
-    base = env.unwrapped
-    ids = np.arange(min(args.grid_envs, args.num_envs))
-    obs, _ = env.reset(seed=args.seed)
-    frames = [base.render_grid(ids)] if args.gif else []
-    returns, successes, step_s = [], [], 0.0
-    for t in range(1, args.steps + 1):
-        actions = policy(obs)
-        t0 = time.perf_counter()
-        obs, _, _, _, info = env.step(actions)
-        step_s += time.perf_counter() - t0
-        if "episode" in info:
-            done = info["_episode"]
-            returns.extend(info["episode"]["r"][done].tolist())
-            successes.extend(info["episode"].get("success", np.zeros_like(done))[done].tolist())
-        if args.gif and t % args.frame_every == 0:
-            frames.append(base.render_grid(ids))
-    leaves = obs.values() if isinstance(obs, dict) else [obs]
-    summary.update({
-        "env_steps_per_s": args.num_envs * args.steps / max(step_s, 1e-9),
-        "episodes": len(returns),
-        "return_mean": float(np.mean(returns)) if returns else None,
-        "success_rate": float(np.mean(successes)) if successes else None,
-        "obs_finite": bool(all(np.isfinite(v).all() for v in leaves)),
-    })
-    return frames
-
-
-def _random_policy(env: gym.vector.VectorEnv, seed: int) -> Callable[[Any], np.ndarray]:
-    rng = np.random.default_rng(seed)
-    space = env.action_space
-    return lambda obs: rng.uniform(space.low, space.high).astype(space.dtype)
-
-
 # ---- bench -----------------------------------------------------------------------------------
 def benchmarks_root() -> Path | None:
     """The folder holding benchmarks/ (a source checkout): the working directory or mjvec's parent."""
@@ -229,14 +144,28 @@ def benchmarks_root() -> Path | None:
 
 
 def list_benchmarks(root: Path) -> dict[str, str]:
-    """Benchmark module name -> first line of its docstring."""
+    """Runnable benchmark module name -> the first paragraph of its docstring, as plain text.
+
+    Runnable: not private (no leading underscore) and with an ``if __name__ == "__main__"`` block
+    (helper modules such as the plain-MuJoCo backend have none and print nothing when run).
+    """
     out = {}
     for path in sorted((root / "benchmarks").glob("*.py")):
-        if path.stem.startswith("_"):
+        tree = ast.parse(path.read_text())
+        if path.stem.startswith("_") or not any(_is_main_guard(node) for node in tree.body):
             continue
-        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-        out[path.stem] = doc.strip().splitlines()[0] if doc.strip() else ""
+        doc = (ast.get_docstring(tree) or "").strip().split("\n\n")[0]
+        out[path.stem] = _plain(" ".join(doc.split()))
     return out
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+
+
+def _plain(text: str) -> str:
+    """Docstring markup (``code``, `name`) as plain text for the terminal."""
+    return text.replace("``", "").replace("`", "")
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -247,9 +176,11 @@ def bench(args: argparse.Namespace) -> int:
         return 1
     available = list_benchmarks(root)
     if args.name is None:
-        print(f"benchmarks in {root / 'benchmarks'} (run: python -m mjvec bench NAME [-- ARGS]):")
+        print(f"benchmarks in {root / 'benchmarks'} (run: python -m mjvec bench NAME [-- ARGS]; NAME -- --help "
+              "for its options):")
         for name, doc in available.items():
-            print(f"  {name:<22} {doc}")
+            lines = textwrap.wrap(doc, width=100, initial_indent=f"  {name:<20} ", subsequent_indent=" " * 23)
+            print("\n".join(lines or [f"  {name}"]))
         return 0
     if args.name not in available:
         raise ConfigError(f"unknown benchmark {args.name!r}; available: {sorted(available)}")
@@ -260,32 +191,83 @@ def bench(args: argparse.Namespace) -> int:
 
 
 # ---- entry point -----------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse with every usage error on one stderr line (exit status 2, as argparse's own)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; '(default: X)' after every option that has a default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if not (default is None or default is False or default == [] or default == argparse.SUPPRESS) \
+                and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an int >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an int >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"int >= {low}"
+    return parse
+
+
+ROLLOUT_HELP = (
+    "Run a random or SB3-checkpoint policy on a batch of envs; print a summary and optionally\n"
+    "write a grid PNG of the last state and a GIF of the first --grid-envs envs.\n\n"
+    + textwrap.fill(f"Warning: {TRUST_WARNING}", width=90)
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mjvec", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m mjvec", description="The mjvec command line: list, info, rollout, bench.")
     parser.add_argument("--version", action="version", version=f"mjvec {mjvec.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="registered mjvec env ids")
-    p = sub.add_parser("info", help="spaces, tools per topology class, backends of an env id")
-    p.add_argument("env_id", nargs="?", default=ENV_ID)
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="env option (repeatable)")
+    kw: dict[str, Any] = {"formatter_class": _HelpFormatter}
+    sub.add_parser("list", help="registered mjvec env ids", description="List the registered mjvec env ids.", **kw)
+    p = sub.add_parser("info", help="spaces, tools per topology class, backends of an env id", **kw,
+                       description="Spaces, timing, tools and backends of an env id (built once with one env).")
+    p.add_argument("env_id", nargs="?", default=ENV_ID, help="a registered env id")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p = sub.add_parser("rollout", help="run a random or SB3-checkpoint policy; write a grid PNG and/or GIF")
-    p.add_argument("--env-id", default=ENV_ID)
-    p.add_argument("--num-envs", type=int, default=8)
-    p.add_argument("--steps", type=int, default=120)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="env option (repeatable)")
-    p.add_argument("--checkpoint", default=None, help="an SB3 model .zip (default: random actions)")
-    p.add_argument("--algo", default="ppo", choices=("ppo", "sac", "td3", "a2c", "ddpg"))
-    p.add_argument("--vecnormalize", default=None, help="VecNormalize .pkl (default: found beside the checkpoint)")
+    p = sub.add_parser("rollout", help="run a random or SB3-checkpoint policy; write a grid PNG and/or GIF",
+                       description=ROLLOUT_HELP, **kw)
+    p.add_argument("--env-id", default=ENV_ID, help="a registered env id")
+    p.add_argument("--num-envs", type=_int_at_least(1), default=8, help="envs in the batch")
+    p.add_argument("--steps", type=_int_at_least(1), default=120, help="control steps")
+    p.add_argument("--seed", type=_int_at_least(0), default=0, help="reset seed (and the random policy's)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
+    p.add_argument("--checkpoint", default=None,
+                   help="an SB3 model .zip (random actions without it); runs code from the file: load only "
+                        "checkpoints you trust")
+    p.add_argument("--algo", default="ppo", choices=("ppo", "sac", "td3", "a2c", "ddpg"),
+                   help="the checkpoint's algorithm")
+    p.add_argument("--vecnormalize", default=None,
+                   help="VecNormalize .pkl (found beside the checkpoint if not given); runs code from the file")
     p.add_argument("--grid", default=None, help="PNG of the last state of the first --grid-envs envs")
     p.add_argument("--gif", default=None, help="GIF of the first --grid-envs envs")
-    p.add_argument("--grid-envs", type=int, default=4)
-    p.add_argument("--frame-every", type=int, default=2, help="GIF frame every k control steps")
-    p.add_argument("--render-size", type=int, nargs=2, default=(180, 240), metavar=("H", "W"))
+    p.add_argument("--grid-envs", type=_int_at_least(1), default=4, help="envs drawn in the grid and GIF")
+    p.add_argument("--frame-every", type=_int_at_least(1), default=2, help="a GIF frame every k control steps")
+    p.add_argument("--render-size", type=_int_at_least(1), nargs=2, default=(180, 240), metavar=("H", "W"),
+                   help="size of each env's frame in pixels")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p = sub.add_parser("bench", help="list the benchmarks, or run one (python -m benchmarks.NAME)")
-    p.add_argument("name", nargs="?", default=None)
+    p = sub.add_parser("bench", help="list the benchmarks, or run one (python -m benchmarks.NAME)", **kw,
+                       description="List the benchmarks of a source checkout, or run one with its arguments.")
+    p.add_argument("name", nargs="?", default=None, help="the benchmark to run (none: list them)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark (after --)")
     return parser
 
@@ -294,7 +276,7 @@ def _print_info(info: dict[str, Any]) -> None:
     print(f"{info['id']}")
     print(f"  observation space: {json.dumps(info['observation_space'])}")
     print(f"  action space:      {json.dumps(info['action_space'])}")
-    print(f"  control dt: {info['control_dt']} s ({info['render_fps']} Hz), max episode steps: "
+    print(f"  control dt: {info['control_dt']:.6g} s ({info['render_fps']:.6g} Hz), max episode steps: "
           f"{info.get('max_episode_steps')}, wrappers: {info['wrappers'] or 'none'}")
     for name in ("policy_layout", "critic_layout"):
         if name in info:
@@ -307,15 +289,18 @@ def _print_info(info: dict[str, Any]) -> None:
     print("  backends: " + "; ".join(f"{k}: {v}" for k, v in info["backends"].items()))
 
 
-def _check_rollout_args(args: argparse.Namespace) -> None:
-    for name in ("num_envs", "steps", "grid_envs", "frame_every"):
-        if getattr(args, name) < 1:
-            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+def _format_value(key: str, value: Any) -> str:
+    if key.endswith("_per_s") and isinstance(value, (int, float)):
+        return f"{value:,.0f}"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 nothing to do, 2 usage or mjvec error)."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error already printed on one line
+        return int(done.code or 0)
     try:
         if args.command == "list":
             for env_id in mjvec_env_ids():
@@ -324,21 +309,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"gym.make -> {_entry_name(spec.entry_point)}")
             return 0
         if args.command == "info":
-            info = env_info(args.env_id, _parse_options(args.option))
-            if args.json:
-                print(json.dumps(info, indent=2))
-            else:
-                _print_info(info)
+            info = env_info(args.env_id, _parse_options(args.option, "info"))
+            print(json.dumps(info, indent=2)) if args.json else _print_info(info)
             return 0
         if args.command == "rollout":
-            _check_rollout_args(args)
+            from mjvec.cli_rollout import rollout  # imports rendering and (with --checkpoint) SB3 lazily
+
             summary = rollout(args)
             if args.json:
                 print(json.dumps(summary, indent=2))
             else:
-                print("\n".join(f"{k}: {v}" for k, v in summary.items()))
+                print("\n".join(f"{k}: {_format_value(k, v)}" for k, v in summary.items()))
             return 0
         return bench(args)
     except (MjvecError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2

@@ -55,6 +55,22 @@ class ForkedProcessError(MjvecError, RuntimeError):
     """An env or backend made in a parent process was used in a child made by os.fork()."""
 
 
+class ConcurrentUseError(MjvecError, RuntimeError):
+    """An env was called while another call on it was still running (e.g. from a second thread).
+
+    Envs are not thread-safe; this error reports the misuse instead of letting two calls
+    interleave on the same simulations.
+    """
+
+
+class NotCopyableError(MjvecError, TypeError):
+    """copy.copy / copy.deepcopy of an object that owns simulations (it would share them)."""
+
+
+class RenderError(MjvecError, RuntimeError):
+    """MuJoCo could not create an OpenGL context or framebuffer to render into."""
+
+
 def allowed(values: Iterable[object], limit: int = 12) -> str:
     """Format an allowed set for an error message, shortened past `limit` entries."""
     items = sorted(str(v) for v in values)

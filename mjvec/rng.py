@@ -61,8 +61,8 @@ def _stream_tag(stream: str) -> np.uint64:
 
 
 def _as_seed(value: object, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ConfigError(f"{what} must be a non-negative int, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**64:
+        raise ConfigError(f"{what} must be a non-negative int below 2**64 (keys are 64-bit), got {value!r}")
     return int(value)
 
 

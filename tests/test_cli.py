@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 import mjvec
-from mjvec import cli
+from mjvec import cli, cli_rollout
 from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.registry import BACKENDS
 from mjvec.envs.registration import ENV_ID
@@ -34,7 +34,7 @@ def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.Complet
     base = dict(os.environ if env is None else env)
     base["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), base.get("PYTHONPATH")) if p)
     return subprocess.run([sys.executable, "-m", "mjvec", *argv], capture_output=True, text=True, timeout=120,
-                          env=base, cwd=ROOT)
+                          env=base)  # in the scratch working directory (conftest)
 
 
 def test_list():
@@ -151,7 +151,7 @@ def test_rollout_checkpoint_uses_policy_and_vecnormalize(checkpoint, capsys):
 
 def test_rollout_errors(checkpoint, tmp_path, capsys):
     assert cli.main(["rollout", "--num-envs", "0"]) == 2
-    assert "--num-envs must be >= 1" in capsys.readouterr().err
+    assert "argument --num-envs: must be an int >= 1, got 0" in capsys.readouterr().err
     assert cli.main(["rollout", "--checkpoint", str(tmp_path / "missing.zip"), *TINY]) == 2
     assert "does not exist" in capsys.readouterr().err
     argv = ["rollout", "--checkpoint", str(checkpoint / "final_model.zip"), "--option", "obs_mode='asymmetric'", *TINY]
@@ -162,18 +162,20 @@ def test_rollout_errors(checkpoint, tmp_path, capsys):
 def test_find_vecnormalize(tmp_path):
     (tmp_path / "checkpoints").mkdir()
     step_ckpt = tmp_path / "checkpoints" / "ppo_64_steps.zip"
-    assert cli._find_vecnormalize(step_ckpt) is None
+    assert cli_rollout._find_vecnormalize(step_ckpt) is None
     (tmp_path / "checkpoints" / "vecnormalize.pkl").touch()
-    assert cli._find_vecnormalize(step_ckpt) == tmp_path / "checkpoints" / "vecnormalize.pkl"
+    assert cli_rollout._find_vecnormalize(step_ckpt) == tmp_path / "checkpoints" / "vecnormalize.pkl"
     (tmp_path / "checkpoints" / "ppo_vecnormalize_64_steps.pkl").touch()
-    assert cli._find_vecnormalize(step_ckpt) == tmp_path / "checkpoints" / "ppo_vecnormalize_64_steps.pkl"
+    assert cli_rollout._find_vecnormalize(step_ckpt) == tmp_path / "checkpoints" / "ppo_vecnormalize_64_steps.pkl"
 
 
 def test_bench_lists_and_runs(capsys, monkeypatch):
     out = run_cli("bench")
     assert out.returncode == 0, out.stderr
-    listed = [line.split()[0] for line in out.stdout.splitlines()[1:]]
-    assert listed == sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py") if not p.stem.startswith("_"))
+    listed = [line.split()[0] for line in out.stdout.splitlines()[1:] if not line.startswith(" " * 23)]
+    runnable = [p.stem for p in (ROOT / "benchmarks").glob("*.py")
+                if not p.stem.startswith("_") and 'if __name__ == "__main__":' in p.read_text()]
+    assert listed == sorted(runnable) and "plain_backend" not in listed  # a helper module: prints nothing
     out = run_cli("bench", "cpu_backend", "--", "--help")  # runs python -m benchmarks.cpu_backend --help
     assert out.returncode == 0, out.stderr
     assert "usage:" in out.stdout and "cpu_backend" in out.stdout

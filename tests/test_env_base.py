@@ -73,7 +73,7 @@ def test_autoreset_mode_names():
 
 def test_missing_torch_is_install_error(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "torch", None)
-    with pytest.raises(ImportError, match=r"pip install mjvec\[train\]"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[train\]' in the mjvec checkout"):
         ToyPendulumEnv(2, array_backend="torch")
 
 

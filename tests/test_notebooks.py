@@ -49,3 +49,11 @@ def test_notebook_executes(path, monkeypatch, tmp_path):
     assert all(n is not None for n in ran), "every code cell ran"
     # The stored file was not touched by the execution (outputs only live in memory).
     assert not any(c.outputs for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+
+
+def test_checkpoints_are_loaded_as_plain_data():
+    """torch.load with weights_only=False unpickles arbitrary objects, which runs code from the file."""
+    sources = [c.source for p in NOTEBOOKS for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code"]
+    sources += [p.read_text() for p in (ROOT / "examples").glob("*.py")]
+    loads = [line for src in sources for line in src.splitlines() if "torch.load(" in line]
+    assert loads and all("weights_only=True" in line for line in loads), loads

@@ -40,14 +40,16 @@ def _env() -> dict[str, str]:
 
 
 def _run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+    # In the scratch working directory (conftest), where MuJoCo's log file may go.
+    result = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{' '.join(cmd)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
     return result
 
 
 def _rows(path: Path) -> list[dict[str, float]]:
+    """progress.csv rows as floats; an empty field (no episode ended in the iteration) is NaN."""
     with path.open() as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        return [{k: float(v) if v != "" else math.nan for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 # ---- advantages with timeout bootstrap ---------------------------------------------------------
@@ -103,6 +105,23 @@ def test_running_mean_std_matches_numpy():
     torch.testing.assert_close(rms.var.double(), both.var(0, unbiased=False), atol=1e-4, rtol=1e-4)
 
 
+# ---- what an iteration without finished episodes shows ---------------------------------------
+def test_iteration_without_episodes_shows_dashes_and_empty_csv_fields(tmp_path):
+    stats = {"episodes": 0.0, "return": 0.0, "success": 0.0, "length": 0.0, "reward": 8.0}
+    row = ppo.log_row(1, 32, 2.0, dict(stats), {"policy_loss": 0.5}, 1e-3, 32)
+    assert ppo.progress_postfix(row) == {"ret": "-", "succ": "-", "sps": "16"}
+    log = ppo.CsvLog(tmp_path / "progress.csv")
+    log.write(row)
+    log.close()
+    with (tmp_path / "progress.csv").open() as f:
+        written = next(csv.DictReader(f))
+    assert (written["mean_return"], written["mean_success"], written["mean_length"]) == ("", "", "")
+    assert float(written["episodes"]) == 0 and float(written["mean_reward"]) == 0.25
+    done = ppo.log_row(2, 64, 4.0, {**stats, "episodes": 2.0, "return": 3.0, "success": 1.0}, {}, 1e-3, 32)
+    assert (done["mean_return"], done["mean_success"]) == (1.5, 0.5)
+    assert ppo.progress_postfix(done) == {"ret": "1.5", "succ": "0.50", "sps": "16"}
+
+
 # ---- end-to-end runs ---------------------------------------------------------------------------
 def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
     # 4 envs x 8 steps x 2 iterations; episodes of 5 steps so truncation bootstrap and stats run.
@@ -117,7 +136,7 @@ def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
         assert row["episodes"] >= 4  # every env truncates at least once per 8 steps
         assert math.isfinite(row["mean_return"]) and 0.0 <= row["mean_success"] <= 1.0
         assert row["mean_length"] <= 5.0
-    ckpt = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    ckpt = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # plain data: no code runs
     assert ckpt["global_step"] == 64 and ckpt["world_size"] == 1
     args = ppo.Args(asymmetric=True, hidden=(32, 32))
     agent = ppo.Agent(140, 162, 29, args)

@@ -270,7 +270,9 @@ def test_reset_infos_options_info_keys_and_torch_output():
     venv = SB3VecEnv(make(array_backend="torch"), info_keys=("success", "reward_terms"))
     obs = venv.reset()
     assert isinstance(obs, np.ndarray) and obs.dtype == np.float32
-    assert venv.reset_infos == [{}] * N
+    # Each env's reset info row: its own tool and the shared success tolerance.
+    tools = venv.env.unwrapped.tool_ids
+    assert venv.reset_infos == [{"tool_id": tools[i], "tolerance": venv.env.unwrapped.tolerance} for i in range(N)]
     _, rew, dones, infos = venv.step(actions(1)[0])
     assert isinstance(rew, np.ndarray) and isinstance(dones, np.ndarray) and dones.dtype == bool
     assert all(set(i) == {"success", "reward_terms"} for i in infos)
@@ -368,7 +370,7 @@ def test_missing_stable_baselines3_raises_install_error(monkeypatch):
     for name in [m for m in sys.modules if m == "stable_baselines3" or m.startswith("stable_baselines3.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "mjvec.envs.sb3")
-    with pytest.raises(InstallError, match=r"pip install mjvec\[train\]"):
+    with pytest.raises(InstallError, match=r"pip install -e '\.\[train\]' in the mjvec checkout"):
         importlib.import_module("mjvec.envs.sb3")
     monkeypatch.undo()
     assert importlib.import_module("mjvec.envs.sb3").SB3VecEnv is SB3VecEnv
@@ -390,6 +392,9 @@ def test_train_sb3_example_smoke(tmp_path):
     out = subprocess.run([sys.executable, str(root / "examples" / "train_sb3.py"), *argv], capture_output=True,
                          text=True, timeout=300, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
+    # No silent stretch after training: the evaluation and the GIF announce themselves.
+    assert "evaluating the final policy: 2 episodes on 2 held-out envs" in out.stderr
+    assert "recording policy.gif: 6 steps of the first 2 eval envs" in out.stderr
     for name in ("ppo_64_steps.zip", "ppo_vecnormalize_64_steps.pkl", "ppo_128_steps.zip"):
         assert (run_dir / "checkpoints" / name).is_file()
     assert PPO.load(run_dir / "final_model.zip", device="cpu").num_timesteps == 128

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
 from mjvec.backends.base import Scene
@@ -94,19 +96,42 @@ def make_backend(
 
 
 def backend_status() -> dict[str, str]:
-    """'available', or why not, for every registered backend (imports each backend's module)."""
+    """'available', or what is missing, for every registered backend, WITHOUT importing any.
+
+    A backend is available when its module ships with this mjvec and the packages of mjvec's
+    install extra of the same name (if any; e.g. ``warp``) are installed. Importing the modules
+    would take seconds (the warp backend imports torch and warp); `make_backend` does that.
+    """
+    try:
+        requires = metadata.requires("mjvec") or []
+    except metadata.PackageNotFoundError:
+        requires = None
     status = {}
     for name, entry in BACKENDS.items():
         if importlib.util.find_spec(entry.module) is None:
             status[name] = "not in this build of mjvec"
-            continue
-        try:
-            importlib.import_module(entry.module)
-        except ImportError as error:
-            status[name] = f"unavailable: {error}"
+        elif requires is None:
+            status[name] = "present (its dependencies are unchecked: mjvec is not installed as a package)"
         else:
-            status[name] = "available"
+            missing = [dist for dist in _extra_packages(requires, name) if not _installed(dist)]
+            status[name] = "available" if not missing else (
+                f"missing {', '.join(missing)} (fix: pip install -e '.[{name}]' in the mjvec checkout)"
+            )
     return status
+
+
+def _extra_packages(requires: list[str], extra: str) -> list[str]:
+    """Distribution names that mjvec's install extra `extra` requires."""
+    marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    return [re.match(r"[A-Za-z0-9._-]+", req).group(0) for req in requires if marker.search(req)]  # type: ignore[union-attr]
+
+
+def _installed(dist: str) -> bool:
+    try:
+        metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def native_namespace(backend: Any) -> str:

@@ -56,7 +56,8 @@ def _field_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(array fields, 'opt.<name>' options, size counters) of MjModel: the same for every model."""
     model = mujoco.MjModel.from_xml_string("<mujoco/>")
     arrays = sorted(n for n in dir(model) if not n.startswith("_") and isinstance(getattr(model, n, None), np.ndarray))
-    options = sorted(f"opt.{n}" for n in dir(model.opt) if not n.startswith("_") and not callable(getattr(model.opt, n)))
+    opt = model.opt
+    options = sorted(f"opt.{n}" for n in dir(opt) if not n.startswith("_") and not callable(getattr(opt, n)))
     sizes = sorted(n for n in dir(model) if n.startswith("n") and isinstance(getattr(model, n, None), int))
     return tuple(arrays), tuple(options), tuple(sizes)
 

@@ -86,13 +86,20 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
+MAX_SEED = 2**64 - 1  # the random streams are keyed by 64-bit words
+_SEED_RANGE = "[0, 2**64 - 1]"
+
+
 def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
-    """None, one non-negative int, or a list of `num_envs` non-negative ints; else ConfigError."""
+    """None, one int in [0, 2**64 - 1], or a list of `num_envs` of them; else ConfigError.
+
+    Called before anything is reseeded, so a refused seed leaves every random stream as it was.
+    """
     if seed is None:
         return None
     if _is_int(seed):
-        if seed < 0:
-            raise ConfigError(f"seed must be a non-negative int, got {seed!r}")
+        if not 0 <= seed <= MAX_SEED:
+            raise ConfigError(f"seed must be a non-negative int, got {seed!r}; allowed are ints in {_SEED_RANGE}")
         return int(seed)
     if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, (str, bytes)):
         values = list(seed)
@@ -100,14 +107,14 @@ def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
             raise ConfigError(
                 f"a seed list must have one int per env: got {len(values)} seeds for num_envs={num_envs}"
             )
-        bad = [i for i, v in enumerate(values) if not _is_int(v) or v < 0]
+        bad = [i for i, v in enumerate(values) if not _is_int(v) or not 0 <= v <= MAX_SEED]
         if bad:
             raise ConfigError(
-                f"seed list entries {bad[:8]} are not non-negative ints (got {[values[i] for i in bad[:8]]})"
+                f"seed list entries {bad[:8]} must be ints in {_SEED_RANGE} (got {[values[i] for i in bad[:8]]})"
             )
         return [int(v) for v in values]
     raise ConfigError(
-        f"seed must be None, a non-negative int or a list of {num_envs} non-negative ints, "
+        f"seed must be None, an int in {_SEED_RANGE} or a list of {num_envs} such ints, "
         f"got {type(seed).__name__} {seed!r}"
     )
 

@@ -25,7 +25,7 @@ def import_torch() -> Any:
     except ImportError as error:
         raise InstallError(
             f"array_backend='torch' needs PyTorch, which is not importable ({error}); "
-            "fix: pip install mjvec[train] (or pip install torch)"
+            "fix: pip install -e '.[train]' in the mjvec checkout (or pip install torch)"
         ) from error
     return torch
 
@@ -52,7 +52,24 @@ def resolve_output(array_backend: str, device: str | None, default_device: str) 
         torch_device = torch.device(default_device if device is None else device)
     except (RuntimeError, TypeError) as error:
         raise ConfigError(f"device={device!r} is not a valid torch device: {error}") from error
+    _check_device_present(torch, torch_device, device)
     return torch, torch_device
+
+
+def _check_device_present(torch: Any, torch_device: Any, device: str | None) -> None:
+    """Refuse a CUDA device this machine lacks now, rather than at the first reset."""
+    if torch_device.type != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"device={device!r}: CUDA is not available to PyTorch on this machine (no GPU, or a CPU build of "
+            "torch); use device='cpu' or install a CUDA build of torch"
+        )
+    count = torch.cuda.device_count()
+    if torch_device.index is not None and torch_device.index >= count:
+        raise ConfigError(
+            f"device={device!r}: this machine has {count} CUDA device(s), allowed are cuda:0..cuda:{count - 1}"
+        )
 
 
 def _is_torch_tensor(value: Any) -> bool:
@@ -68,13 +85,15 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
     unsupported type, ActionError for the wrong shape or non-finite values (naming the envs).
     """
     if _is_torch_tensor(actions):
-        if not actions.dtype.is_floating_point:
-            raise ActionTypeError(
-                f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
-            )
-        array = actions.detach().to("cpu").numpy()
+        array = _tensor_to_numpy(actions)
     elif isinstance(actions, (np.ndarray, list, tuple)):
-        array = np.asarray(actions)
+        try:
+            array = np.asarray(actions)
+        except ValueError as error:  # numpy refuses nested lists of unequal lengths
+            raise ActionError(
+                f"actions are a ragged nested list (row lengths {_row_lengths(actions)}); expected {shape} "
+                "(num_envs, action_dim), one equal-length row per env"
+            ) from error
     else:
         raise ActionTypeError(
             f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
@@ -96,6 +115,27 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
             f"{' ...' if bad.size > 16 else ''} ({bad.size} of {shape[0]}); every action must be finite"
         )
     return np.clip(array.astype(np.float64, copy=False), low, high)
+
+
+def _tensor_to_numpy(actions: Any) -> np.ndarray:
+    """A host numpy copy of a floating-point action tensor; bfloat16/float16 are widened to float32."""
+    if not actions.dtype.is_floating_point:
+        raise ActionTypeError(
+            f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
+        )
+    if actions.device.type == "meta":
+        raise ActionTypeError(
+            "actions are a tensor on the meta device, which has shapes but no values; pass a tensor on "
+            "'cpu' or a CUDA device"
+        )
+    tensor = actions.detach().to("cpu")
+    if tensor.dtype.itemsize < 4:  # numpy has no bfloat16; float32 holds every bfloat16/float16 value exactly
+        tensor = tensor.float()
+    return tensor.numpy()
+
+
+def _row_lengths(actions: Any) -> list[Any]:
+    return [len(row) if hasattr(row, "__len__") else "scalar" for row in list(actions)[:8]]
 
 
 def to_output(value: Any, torch: Any, device: Any) -> Any:

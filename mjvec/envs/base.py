@@ -33,7 +33,8 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   reset again on the next step, in any mode. A failure during a NEXT_STEP autoreset step is ignored
   (that step's physics is discarded for the env anyway).
 - Infos: the task's (N, ...) arrays, each with a ``"_key"`` mask that is True for the envs the task
-  evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos are empty.
+  evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos hold what the
+  task knows at reset (`_reset_info`, e.g. tool ids), masked True for the envs that were reset.
 - ``record_episode_statistics=True`` adds ``info["episode"] = {"r", "l", "t", "success"}`` (+
   ``info["_episode"]``) at done steps. Off by default: gymnasium's RecordEpisodeStatistics raises if
   the env already writes ``"episode"``. A simulation-error truncation ends an episode too.
@@ -47,11 +48,15 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - The vector-env interface RL libraries expect (`mjvec.vector_api`): ``autoreset_mode``,
   ``len(env)``, ``call``, ``get_attr``, ``set_attr``.
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
+- Not thread-safe, and misuse is detected (`mjvec.envs._guard`): a call to reset/step/render/
+  render_grid/close while another of them is running (from a second thread) raises
+  `ConcurrentUseError` and changes nothing; copies (``copy.copy``/``deepcopy``) are refused.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -70,6 +75,7 @@ from mjvec.envs._autoreset import (
     parse_reset_options,
     parse_seed,
 )
+from mjvec.envs._guard import exclusive, not_copyable
 from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
 from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
@@ -83,6 +89,7 @@ __all__ = ["MjVecEnv", "ResetNeededError"]
 log = logging.getLogger(__name__)
 
 RENDER_MODES = ("rgb_array",)
+MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
 
 
 _NO_IDS = np.zeros(0, np.int64)
@@ -114,6 +121,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         record_episode_statistics: bool = False,
         render_size: tuple[int, int] = (240, 320),
     ) -> None:
+        self._call_lock = threading.Lock()
+        self._call_owner: tuple[str, threading.Thread] | None = None
         if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
             raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
         if not isinstance(single_observation_space, gym.Space):
@@ -126,6 +135,10 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
             raise ConfigError(
                 f"render_mode={render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
             )
+        if not isinstance(record_episode_statistics, (bool, np.bool_)):
+            raise ConfigError(
+                f"record_episode_statistics must be True or False, got {record_episode_statistics!r}"
+            )
         mode = parse_autoreset_mode(autoreset_mode)
         self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
         self.array_backend = array_backend
@@ -133,6 +146,12 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
 
         self.backend = backend
         self.num_envs = int(backend.num_envs)
+        last_id = int(backend.env_id_offset) + self.num_envs - 1
+        if last_id > MAX_GLOBAL_ID:
+            raise ConfigError(
+                f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
+                "lower env_id_offset or num_envs"
+            )
         self.global_env_ids = int(backend.env_id_offset) + np.arange(self.num_envs, dtype=np.int64)
         self.global_env_ids.setflags(write=False)
         self.rng = EnvRandom(self.global_env_ids, None)
@@ -197,6 +216,10 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """Sample initial states for these local envs from self.rng; call self.backend.reset."""
         raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
 
+    def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """(N, ...) arrays known at reset (e.g. tool ids); only rows `env_ids` are read. Default: {}."""
+        return {}
+
     def _success(self) -> np.ndarray | None:
         """(N,) bool success used by episode statistics; default: this step's info["success"]."""
         return self._task_info.get("success")
@@ -232,8 +255,11 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         return counts
 
     # ---- Gymnasium API ---------------------------------------------------------------------
+    @exclusive
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, {}).
+        """Reset all envs, or those in ``options["reset_mask"]``; returns (obs, info).
+
+        info: the task's `_reset_info` arrays with ``"_key"`` masks True for the envs reset now.
 
         seed: None (no reseed), an int (env i keyed by (seed, global id i)) or a list of num_envs
         ints (env i gets list[i]); with a reset mask only the masked envs are reseeded.
@@ -255,8 +281,13 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         self._reset_ids(ids)
         self._has_reset = True
         obs = self._transform_obs(self._observe(), ObsEvent(False, ids), previous=self._last_obs)
-        return self._finish_obs(obs), {}
+        info = self._reset_info(ids)
+        check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
+        reset = np.zeros(self.num_envs, bool)
+        reset[ids] = True
+        return self._finish_obs(obs), masked_info(info, reset)
 
+    @exclusive
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance every env by one control step (see the module docstring for autoreset)."""
         self._check_open()
@@ -385,11 +416,13 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         return value if self._torch is None else self._torch.as_tensor(value, device=self._device)
 
     # ---- rendering -------------------------------------------------------------------------
+    @exclusive
     def render(self) -> LazyFrames:
         """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
         self._check_open()
         return LazyFrames(self._require_renderer(), self.num_envs)
 
+    @exclusive
     def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
         """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
         self._check_open()
@@ -403,6 +436,11 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         return self._renderer
 
     # ---- lifetime --------------------------------------------------------------------------
+    @exclusive
+    def close(self, **kwargs: Any) -> None:
+        """Free the renderers and the backend; idempotent (see `close_extras`)."""
+        super().close(**kwargs)
+
     def close_extras(self, **kwargs: Any) -> None:
         """Free the renderers and the backend (called once by VectorEnv.close)."""
         if self._renderer is not None:
@@ -412,6 +450,12 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedError(f"this {type(self).__name__} is closed; create a new env")
+
+    def __copy__(self) -> MjVecEnv:
+        raise not_copyable(self)
+
+    def __deepcopy__(self, memo: dict) -> MjVecEnv:
+        raise not_copyable(self)
 
 
 def _subscribe(callbacks: list, fn: Callable) -> Callable[[], None]:

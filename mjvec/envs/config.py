@@ -14,15 +14,25 @@ from dataclasses import dataclass, fields
 from mjvec.errors import ConfigError
 
 Vec3 = tuple[float, float, float]
+# Every 3-vector field is a length or position in metres. The scene spans about 2 m, so anything
+# farther than this is a typo, and squared distances of absurd values overflow to inf rewards.
+MAX_LENGTH_M = 10.0
 
 
 def _vec3(name: str, value: object) -> Vec3:
     try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError("a string is not 3 numbers")
         out = tuple(float(v) for v in value)  # type: ignore[union-attr]
-    except TypeError as error:
-        raise ConfigError(f"SimToolRealConfig.{name} must be 3 floats, got {value!r}") from error
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"SimToolRealConfig.{name} must be 3 finite floats, got {value!r}") from error
     if len(out) != 3 or not all(math.isfinite(v) for v in out):
         raise ConfigError(f"SimToolRealConfig.{name} must be 3 finite floats, got {value!r}")
+    if any(abs(v) > MAX_LENGTH_M for v in out):
+        raise ConfigError(
+            f"SimToolRealConfig.{name} must be within {MAX_LENGTH_M:g} metres from the origin per axis (the "
+            f"scene spans about 2 m), got {value!r}"
+        )
     return out  # type: ignore[return-value]
 
 

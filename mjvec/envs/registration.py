@@ -17,20 +17,26 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import gymnasium as gym
+import mujoco
+import numpy as np
 
 from mjvec.assets.scene import default_catalog, scene_spec
 from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.backends.base import Scene
+from mjvec.backends.fields import field_specs
 from mjvec.backends.registry import backend_entry, make_backend, native_namespace
+from mjvec.envs import memory
+from mjvec.envs.base import MAX_GLOBAL_ID
 from mjvec.envs.config import SimToolRealConfig
 from mjvec.envs.simtoolreal import SimToolRealEnv
-from mjvec.envs.task_math import OBS_MODES
+from mjvec.envs.task_math import OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.errors import ConfigError, UnknownOptionError, allowed
-from mjvec.randomization import EventTerm, apply_randomization, check_randomization
+from mjvec.randomization import KINDS, PRESETS, EventTerm, apply_randomization, check_randomization
 
 ENV_ID = "SimToolReal-v0"
 MAX_TOOLS = 600
@@ -56,7 +62,8 @@ class SimToolRealOptions:
         torch on the backend's device for "warp").
     config: task constants; None for the paper's.
     randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
-        None (the bare task), or a sequence of `EventTerm`s (model-field DR).
+        None or "none" (the bare task), or a sequence of `EventTerm`s (model-field DR). Names are
+        case-insensitive.
     The rest go to `MjVecEnv` unchanged.
     """
 
@@ -77,6 +84,9 @@ class SimToolRealOptions:
     randomization: str | tuple[EventTerm, ...] | None = "paper"
 
     def __post_init__(self) -> None:
+        if isinstance(self.randomization, str) and self.randomization.lower() in ("none", *PRESETS):
+            key = self.randomization.lower()
+            object.__setattr__(self, "randomization", None if key == "none" else key)
         check_randomization(self.randomization)
         if self.randomization is not None and not isinstance(self.randomization, str):
             object.__setattr__(self, "randomization", tuple(self.randomization))
@@ -87,8 +97,15 @@ class SimToolRealOptions:
             raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
         if self.obs_mode not in OBS_MODES:
             raise ConfigError(f"obs_mode={self.obs_mode!r} is not supported; allowed values are {allowed(OBS_MODES)}")
-        if not _is_int(self.env_id_offset) or self.env_id_offset < 0:
-            raise ConfigError(f"env_id_offset must be an int >= 0, got {self.env_id_offset!r}")
+        if not _is_int(self.env_id_offset) or not 0 <= self.env_id_offset <= MAX_GLOBAL_ID:
+            raise ConfigError(
+                f"env_id_offset must be an int >= 0 and at most 2**63 - 1 (global env ids are int64), "
+                f"got {self.env_id_offset!r}"
+            )
+        if not isinstance(self.record_episode_statistics, (bool, np.bool_)):
+            raise ConfigError(
+                f"record_episode_statistics must be True or False, got {self.record_episode_statistics!r}"
+            )
         if not _is_int(self.num_tools) or not 1 <= self.num_tools <= MAX_TOOLS:
             raise ConfigError(
                 f"num_tools must be an int in [1, {MAX_TOOLS}] (the catalog has {MAX_TOOLS} tools), "
@@ -136,9 +153,16 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
     if not _is_int(num_envs) or num_envs < 1:
         raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
     opts = SimToolRealOptions.from_kwargs(kwargs)
+    last_id = opts.env_id_offset + num_envs - 1
+    if last_id > MAX_GLOBAL_ID:
+        raise ConfigError(
+            f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
+            "lower env_id_offset or num_envs"
+        )
     cfg = opts.task_config()
     catalog = default_catalog()
     make_variant = functools.partial(scene_spec, tool_geometry=opts.tool_geometry, catalog=catalog)
+    memory.check_fits(estimate_memory(num_envs, opts, catalog, make_variant))
     scene = Scene(
         num_variants=opts.num_tools, make_variant=make_variant, num_envs=num_envs,
         env_id_offset=opts.env_id_offset, name="simtoolreal",
@@ -168,8 +192,52 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
     try:
         return apply_randomization(env, opts.randomization)
     except Exception:
-        env.close()  # a refused wrapper registered nothing; free the backend
+        env.close()  # frees the backend too
         raise
+
+
+# Per-env bytes of the paper preset's wrappers: object-pose latency (10 poses of 7 float64), the
+# observation delay (3 float32 policy observations plus the last one), the action delay (3 float64
+# actions) and the pushes' per-env state. `tests/test_memory.py` checks them against the wrappers.
+def _paper_bytes_per_env() -> int:
+    return 10 * 7 * 8 + 4 * layout_size(POLICY_LAYOUT) * 4 + 3 * 29 * 8 + 128
+
+
+def estimate_memory(
+    num_envs: int, opts: SimToolRealOptions, catalog: Any, make_variant: Callable[[int], mujoco.MjSpec]
+) -> memory.MemoryEstimate:
+    """The `mjvec.envs.memory` estimate of `num_envs` envs with these options, before anything is built.
+
+    The canonical model is approximated by compiling one used tool per topology class and taking
+    the largest estimate (each class has one geom layout).
+    """
+    used = (opts.env_id_offset + np.arange(min(num_envs, opts.num_tools), dtype=np.int64)) % opts.num_tools
+    first_of_class: dict[str, int] = {}
+    for tool in used.tolist():
+        first_of_class.setdefault(catalog[tool].topology, tool)
+    wrappers = 0
+    if opts.randomization == "paper":
+        wrappers = _paper_bytes_per_env()
+    estimates = []
+    for tool in first_of_class.values():
+        model = make_variant(tool).compile()
+        if isinstance(opts.randomization, tuple):
+            wrappers = _terms_bytes_per_env(model, opts.randomization)
+        estimates.append(memory.estimate_memory(
+            model, num_envs, bound_fields=SimToolRealEnv.bound_fields(opts.obs_mode),
+            task_bytes_per_env=SimToolRealEnv.bytes_per_env(opts.obs_mode), wrapper_bytes_per_env=wrappers,
+        ))
+    return max(estimates, key=lambda e: e.per_env_bytes)
+
+
+def _terms_bytes_per_env(model: mujoco.MjModel, terms: tuple[EventTerm, ...]) -> int:
+    """Each term keeps its draws (`dr_params`) and makes the backend keep a per-env copy of its field."""
+    specs = field_specs(model, np.float64)
+    total = 0
+    for term in terms:
+        spec = specs.get(KINDS[term.kind][0])
+        total += 2 * 8 * int(np.prod(spec.shape)) + 16 if spec is not None else 16
+    return total
 
 
 def make_single(**kwargs: Any) -> gym.Env:

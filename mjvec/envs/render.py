@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -23,7 +24,11 @@ import mujoco
 import numpy as np
 
 from mjvec.envs.arrays import to_numpy
-from mjvec.errors import ClosedError, ConfigError
+from mjvec.errors import ClosedError, ConfigError, RenderError
+
+# Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then
+# fails with "Offscreen framebuffer is not complete"), so they are refused at construction.
+MAX_RENDER_SIDE = 4096
 
 
 class VariantRenderer:
@@ -41,6 +46,11 @@ class VariantRenderer:
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in size)
         ):
             raise ConfigError(f"render_size must be a tuple (height, width) of positive ints, got {size!r}")
+        if max(size) > MAX_RENDER_SIDE:
+            raise ConfigError(
+                f"render_size={size!r} is too large: each side must be at most {MAX_RENDER_SIDE} pixels (larger "
+                "frames exceed common GL framebuffer limits); render smaller frames, or tile them with render_grid"
+            )
         self._backend = backend
         self._size = size
         self._camera = camera
@@ -60,7 +70,7 @@ class VariantRenderer:
             # The offscreen buffer must hold the frame.
             model.vis.global_.offheight = max(model.vis.global_.offheight, height)
             model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
-            cached = self._cache[id(template)] = (model, mujoco.MjData(model), mujoco.Renderer(model, height, width))
+            cached = self._cache[id(template)] = (model, mujoco.MjData(model), _make_renderer(model, height, width))
         self._backend.write_env_model(env_id, cached[0])
         return cached
 
@@ -86,14 +96,12 @@ class VariantRenderer:
         return renderer.render()
 
     def grid(self, env_ids: Sequence[int] | np.ndarray, ncols: int | None = None) -> np.ndarray:
-        """(rows*H, ncols*W, 3) uint8: frames of `env_ids` (local, now) tiled row-major, black padding."""
-        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
-        n = self._num_envs
-        if ids.size == 0 or ((ids < -n) | (ids >= n)).any():
-            raise ConfigError(
-                f"render_grid env_ids must be a non-empty list of local ids in [0, {n}), got {ids.tolist()}"
-            )
-        ids = ids % n
+        """(rows*H, ncols*W, 3) uint8: frames of `env_ids` (local, now) tiled row-major, black padding.
+
+        env_ids: a non-empty 1-D sequence or array of ints in [-n, n) (negative counts from the end);
+        floats, bools, strings and None are refused.
+        """
+        ids = _grid_ids(env_ids, self._num_envs)
         if ncols is None:
             ncols = math.ceil(math.sqrt(ids.size))
         if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
@@ -120,6 +128,40 @@ class VariantRenderer:
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError("the env is closed; its renderers were freed. Create a new env to render.")
+
+
+def _grid_ids(env_ids: Any, n: int) -> np.ndarray:
+    """Validated local ids of render_grid, in [0, n)."""
+    def refuse() -> ConfigError:
+        return ConfigError(
+            f"render_grid env_ids must be a non-empty 1-D list or array of ints in [0, {n}) (negative ints count "
+            f"from the end), got {env_ids!r}"
+        )
+
+    if env_ids is None or isinstance(env_ids, (str, bytes)):
+        raise refuse()
+    try:
+        ids = np.asarray(env_ids)
+    except ValueError as error:
+        raise refuse() from error
+    if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu" or ((ids < -n) | (ids >= n)).any():
+        raise refuse()
+    return ids.astype(np.int64) % n
+
+
+def _make_renderer(model: mujoco.MjModel, height: int, width: int) -> mujoco.Renderer:
+    """A `mujoco.Renderer`, or RenderError saying how to get an OpenGL context on this machine."""
+    try:
+        return mujoco.Renderer(model, height, width)
+    except Exception as error:  # GLFW, EGL and OSMesa failures have no common type
+        backend = os.environ.get("MUJOCO_GL")
+        hint = (
+            "set MUJOCO_GL=egl (GPU) or MUJOCO_GL=osmesa (CPU, needs libosmesa6) before importing mjvec"
+            if backend is None
+            else f"MUJOCO_GL={backend!r} could not create a {height}x{width} context; allowed values are egl, "
+            "osmesa and glfw (needs a display). For osmesa install libosmesa6; for egl a GPU driver"
+        )
+        raise RenderError(f"could not create an OpenGL renderer ({type(error).__name__}: {error}); {hint}") from error
 
 
 class LazyFrames(Sequence):

@@ -33,7 +33,7 @@ Contract (what SB3's algorithms, `VecNormalize`, `evaluate_policy` and `ep_info_
 - `get_images()` is the env's lazy ``render()`` sequence (``render_mode="rgb_array"``).
 
 Only this module imports stable_baselines3; without it, importing this module raises
-`InstallError` (``pip install mjvec[train]``).
+`InstallError` (``pip install -e '.[train]'`` in the mjvec checkout).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as _error:
     raise InstallError(
-        f"mjvec.envs.sb3 needs stable-baselines3, which is not importable ({_error}); fix: pip install mjvec[train]"
+        f"mjvec.envs.sb3 needs stable-baselines3, which is not importable ({_error}); "
+        "fix: pip install -e '.[train]' in the mjvec checkout"
     ) from _error
 
 __all__ = ["SB3VecEnv"]

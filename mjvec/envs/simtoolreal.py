@@ -111,15 +111,30 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
             frame_skip=cfg.frame_skip,
             **base_kwargs,
         )
-        self._mocap_pos = backend.bind("mocap_pos")
-        self._mocap_quat = backend.bind("mocap_quat")
-        self._site_xpos = backend.bind("site_xpos")
-        self._xquat = backend.bind("xquat")
-        if obs_mode == "asymmetric":  # a bound output is copied out every step: bind only what is read
-            self._cvel = backend.bind("cvel")
-            self._subtree_com = backend.bind("subtree_com")
+        views = {name: backend.bind(name) for name in self.bound_fields(obs_mode)}
+        self._mocap_pos, self._mocap_quat = views["mocap_pos"], views["mocap_quat"]
+        self._site_xpos, self._xquat = views["site_xpos"], views["xquat"]
+        if obs_mode == "asymmetric":
+            self._cvel, self._subtree_com = views["cvel"], views["subtree_com"]
         self._slots.declare("object_pose")
         self._slots.declare("object_scales")
+
+    # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
+    @staticmethod
+    def bound_fields(obs_mode: str) -> tuple[str, ...]:
+        """The MjData fields the task binds; a bound output is copied out every step: bind only what is read."""
+        task = ("mocap_pos", "mocap_quat", "site_xpos", "xquat")
+        return (*task, "cvel", "subtree_com") if obs_mode == "asymmetric" else task
+
+    @staticmethod
+    def bytes_per_env(obs_mode: str) -> int:
+        """Host bytes the task holds or builds per env per step, besides the backend's views.
+
+        About 128 float64 values of task state, goals, tool metadata and infos, and four
+        observation-sized float64 temporaries (blocks, concatenation, float32 copy, output).
+        """
+        width = layout_size(POLICY_LAYOUT) + (layout_size(CRITIC_LAYOUT) if obs_mode == "asymmetric" else 0)
+        return 8 * (128 + 4 * width)
 
     # ---- construction helpers --------------------------------------------------------------
     def _bind_model(self, model: mujoco.MjModel) -> None:
@@ -325,6 +340,10 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
             "tool_id": np.asarray(self.tool_ids).copy(),
         }
         return reward, terminated, truncated, info
+
+    def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
+        """At reset: each env's tool id and the current success tolerance."""
+        return {"tool_id": np.asarray(self.tool_ids).copy(), "tolerance": np.full(self.num_envs, self.tolerance)}
 
     def _success(self) -> np.ndarray:
         """Episode success for episode statistics: at least one goal reached in the episode."""

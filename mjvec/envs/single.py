@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from mjvec.envs.base import MjVecEnv
-from mjvec.errors import ConfigError
+from mjvec.errors import ActionError, ConfigError
 
 
 def unbatch_info(info: Mapping[str, Any], index: int = 0) -> dict[str, Any]:
@@ -73,7 +73,16 @@ class SingleEnv(gym.Env):
         return _row(obs), unbatch_info(info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        """Step with one action of the single action space's shape."""
+        """Step with one action of the single action space's shape (e.g. (29,), not a batch of one)."""
+        try:
+            shape: Any = tuple(action.shape) if hasattr(action, "shape") else np.shape(action)
+        except ValueError:  # a ragged nested list
+            shape = "ragged"
+        if shape != self.action_space.shape:
+            raise ActionError(
+                f"action has shape {shape}; expected {self.action_space.shape}: a gym.make env takes one "
+                "action, not a batch (use gym.make_vec for batches)"
+            )
         batch = np.asarray(action)[None] if not hasattr(action, "unsqueeze") else action.unsqueeze(0)
         obs, reward, terminated, truncated, info = self.vec_env.step(batch)
         return _row(obs), float(reward[0]), bool(terminated[0]), bool(truncated[0]), unbatch_info(info)

@@ -1,0 +1,134 @@
+"""`mjvec.envs.memory`: configurations that cannot fit are refused before anything is allocated.
+
+Oracles: MuJoCo's state layout summed by hand, the RSS a real build grows by (in subprocesses),
+and the peak RSS of a refused build (it must stay small: nothing was allocated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import mujoco
+import pytest
+
+from mjvec.envs import memory
+from mjvec.errors import ConfigError
+from tests.toy_env import pendulum_spec
+
+RUN = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (16 * 2**30, 16 * 2**30))  # a failed check must not reach the OOM killer
+import gymnasium as gym, mjvec
+from mjvec.envs import memory
+if {available} is not None:
+    memory.available_bytes = lambda: {available}
+try:
+    gym.make_vec("SimToolReal-v0", num_envs={num_envs}, num_threads=1)
+    print(json.dumps({{"error": None}}))
+except mjvec.ConfigError as error:
+    # VmHWM, not ru_maxrss: the latter keeps the peak of the forked parent across exec.
+    peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+    print(json.dumps({{"error": str(error), "peak_rss_kb": peak}}))
+"""
+
+
+def _run(code: str, timeout: float = 120) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                         cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak RSS from /proc")
+@pytest.mark.parametrize(("num_envs", "available", "match"), [
+    (3_000_000, 64 * 10**9, r"num_envs=3,000,000 needs about 1\d\d\.\d GB of memory \(4\d\.\d kB per env: "
+                            r"state 2\.8 kB, .*\), but only 64\.0 GB is available; use num_envs <= 1,\d\d\d,\d\d\d"),
+    (2**40, None, r"num_envs=1,099,511,627,776 needs about \d+\.\d PB of memory .* but only .* is available"),
+])
+def test_absurd_num_envs_are_refused_fast_without_allocating(num_envs, available, match):
+    result = _run(RUN.format(num_envs=num_envs, available=available), timeout=120)
+    assert result["error"] is not None, "the configuration was built instead of refused"
+    assert re.search(match, result["error"]), result["error"]
+    assert result["peak_rss_kb"] < 1_000_000  # nothing proportional to num_envs was allocated
+
+
+GROWTH = """
+import json, sys
+import gymnasium as gym, mjvec, numpy as np
+from mjvec.envs.registration import SimToolRealOptions, estimate_memory
+from mjvec.assets.scene import default_catalog, scene_spec
+import functools
+
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) * 1024
+
+kwargs = {kwargs}
+n = {num_envs}
+opts = SimToolRealOptions(**kwargs)
+catalog = default_catalog()
+estimate = estimate_memory(n, opts, catalog, functools.partial(scene_spec, tool_geometry="primitive", catalog=catalog))
+before = rss()
+env = gym.make_vec("SimToolReal-v0", num_envs=n, num_threads=1, **kwargs)
+env.reset(seed=0)
+for _ in range(3):
+    env.step(np.zeros((n, 29), np.float32))
+print(json.dumps({{"growth": rss() - before, "estimate": estimate.total_bytes}}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RSS from /proc")
+@pytest.mark.parametrize("kwargs", [
+    {"num_tools": 1, "randomization": None},
+    {"num_tools": 600, "randomization": "paper"},
+    {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric"},
+])
+def test_estimate_is_within_a_factor_two_of_the_measured_growth(kwargs):
+    """Per env: the growth between two sizes (fixed costs such as compiled tools cancel out)."""
+    small, large = (_run(GROWTH.format(kwargs=kwargs, num_envs=n), timeout=300) for n in (500, 6000))
+    measured = large["growth"] - small["growth"]
+    estimated = large["estimate"] - small["estimate"]
+    assert 0.5 <= measured / estimated <= 2.0, (measured, estimated)
+
+
+def test_parts_match_mujoco_layout_by_hand():
+    model = pendulum_spec(0).compile()
+    est = memory.estimate_memory(model, 10, bound_fields=("site_xpos",), task_bytes_per_env=100,
+                                 wrapper_bytes_per_env=7)
+    # mjSTATE_INTEGRATION: time, qpos, qvel, act, warmstart, ctrl, qfrc_applied, xfrc_applied,
+    # eq_active, mocap_pos, mocap_quat, userdata, plugin state.
+    m = model
+    count = (1 + m.nq + m.nv + m.na + m.nv + m.nu + m.nv + 6 * m.nbody + m.neq + 3 * m.nmocap + 4 * m.nmocap
+             + m.nuserdata + m.npluginstate)
+    assert est.per_env["state"] == 8 * count
+    doubles = m.nq + m.nv + m.nu + 6 * m.nbody + 1 + 3 * m.nsite  # qpos qvel ctrl xfrc time site_xpos
+    assert est.per_env["bound_fields"] == 2 * (8 * doubles + 4 * mujoco.mjtWarning.mjNWARNING * 2)
+    writable = (10 * m.nbody + 16 * m.ngeom + 3 * m.nv + m.njnt + 30 * m.nu + 3)
+    assert est.per_env["model_fields"] == 2 * 8 * writable
+    assert (est.per_env["task"], est.per_env["wrappers"]) == (100, 7)
+    assert est.total_bytes == 10 * sum(est.per_env.values())
+
+
+def test_check_fits_names_num_envs_estimate_and_available():
+    est = memory.MemoryEstimate(1000, {"state": 2000, "task": 500})
+    memory.check_fits(est, available=2_500_000)  # exactly fits
+    with pytest.raises(ConfigError, match=r"num_envs=1,000 needs about 2\.5 MB of memory \(2\.5 kB per env: state "
+                                          r"2\.0 kB, task 500 B\), but only 1\.0 MB is available; use num_envs <= 400"):
+        memory.check_fits(est, available=1_000_000)
+
+
+def test_available_bytes_is_at_most_the_physical_memory():
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    available = memory.available_bytes()
+    assert available is not None and 0 < available <= total
+
+
+def test_unknown_mjdata_field_is_named():
+    with pytest.raises(ConfigError, match="'qpoz' is not an MjData field"):
+        memory.bound_field_bytes(pendulum_spec(0).compile(), ["qpoz"])
