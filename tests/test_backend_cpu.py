@@ -314,3 +314,22 @@ def test_geom_types_are_each_envs_own_variant_types() -> None:
             name = be.model.geom(j).name
             expected = int(alone.geom(name).type[0]) if name in {alone.geom(k).name for k in range(alone.ngeom)} else -1
             assert types[i, j] == expected, (i, name)
+
+
+def test_bind_refuses_clearly_what_has_no_num_envs_view() -> None:
+    """Every bind either gives a (num_envs, ...) array or a ConfigError naming the field and why."""
+    one = _backend(1, 3)  # one group: every MjData field has one shape
+    qld = one.bind("qLD")
+    one.forward()
+    np.testing.assert_array_equal(qld, np.stack([d.qLD for d in Oracle(one.variant_of_env).datas]))
+    be = _backend(9, 9)  # two variant groups: the headless tools have fewer geoms and a "simple" body
+    assert be.num_groups == 2
+    for name in ("qLD", "geom_xpos"):
+        with pytest.raises(ConfigError, match=rf"MjData field '{name}' has a different shape in each variant group"):
+            be.bind(name)
+    with pytest.raises(ConfigError, match=r"cannot bind MjData field 'efc_J': .*arena"):
+        be.bind("efc_J")
+    with pytest.raises(ConfigError, match=r"cannot bind MjData field 'nope': nope is not an MjData array field"):
+        be.bind("nope")
+    with pytest.raises(ConfigError, match=r"'body_mass' is a model field, not an MjData field; read it with field_values"):
+        be.bind("body_mass")

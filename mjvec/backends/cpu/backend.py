@@ -241,8 +241,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
         if len(tails) > 1:
             raise ConfigError(
                 f"MjData field {name!r} has a different shape in each variant group ({sorted(tails)}): its size "
-                "depends on the variant (geoms, constraints), so it has no (num_envs, ...) view; bind a field "
-                "sized by bodies, joints, dofs, actuators or sites"
+                "depends on the variant (its geoms, or the sparsity its bodies compile to), so it has no "
+                "(num_envs, ...) view; bind a field sized by bodies, joints, dofs, actuators or sites"
             )
         if self._routing.single:
             view = group_views[0]
