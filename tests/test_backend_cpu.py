@@ -331,5 +331,5 @@ def test_bind_refuses_clearly_what_has_no_num_envs_view() -> None:
         be.bind("efc_J")
     with pytest.raises(ConfigError, match=r"cannot bind MjData field 'nope': nope is not an MjData array field"):
         be.bind("nope")
-    with pytest.raises(ConfigError, match=r"'body_mass' is a model field, not an MjData field; read it with field_values"):
+    with pytest.raises(ConfigError, match=r"'body_mass' is a model field, not an MjData field; read it with"):
         be.bind("body_mass")
