@@ -1,6 +1,7 @@
 """SimToolReal-v0: move one of 600 procedural tools to random 6-D goal poses with an arm + hand.
 
-Faithful to reference/simtoolreal.md §1, §3 and §8 (the authors' Isaac Gym task). Per control step
+Faithful to the authors' Isaac Gym task (docs/simtoolreal.md states the rules and lists the
+deliberate deviations). Per control step
 (60 Hz, two 120 Hz physics substeps): the 29-D action in [-1, 1] becomes PD targets (arm: integrated
 deltas of at most 0.025 rad; hand: absolute; EMA 0.1), the physics steps, then rewards, successes,
 goal changes and terminations are evaluated and the observation is built.

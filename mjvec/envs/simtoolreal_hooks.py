@@ -1,7 +1,7 @@
 """The hooks `SimToolRealEnv` declares for the randomization wrappers (a mixin).
 
-They implement `mjvec.randomization.hooks`: `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` and
-`GoalSegmentHooks` (`EnvHooks` and `PolicyLayoutHooks` come from `MjVecEnv` and the class).
+They implement `mjvec.randomization.hooks`: `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks`,
+`PushReferenceMassHooks` and `GoalSegmentHooks` (`EnvHooks` and `PolicyLayoutHooks` come from `MjVecEnv` and the class).
 """
 
 from __future__ import annotations
