@@ -14,7 +14,9 @@ pieces follow their settings where noted):
   record_episode_statistics=True)``. Under torchrun, rank r builds envs with global ids
   ``r*num_envs .. (r+1)*num_envs-1`` (``env_id_offset``), so tool ids and random streams stay those of
   one big run of ``world_size*num_envs`` envs. Everyone resets with the same seed: the streams are
-  keyed by global env id.
+  keyed by global env id. The success-tolerance curriculum is made global: each rank's env gets a
+  reducer that all-reduces the curriculum's statistic (`SimToolRealEnv.set_curriculum_reducer`), so
+  every rank tightens the tolerance at the same step, on the mean over all ranks' envs.
 - Timeouts: a truncated (not terminated) env's reward is bootstrapped with V(``info["final_obs"]``),
   the clean terminal observation the env returns beside the reset one (`compute_advantages`).
 - Agent: Gaussian MLP actor (state-independent log-std) on the "policy" observation; MLP critic on
@@ -32,6 +34,7 @@ pieces follow their settings where noted):
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import math
@@ -50,6 +53,7 @@ from torch import nn
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers SimToolReal-v0)
+from mjvec.envs.config import SimToolRealConfig
 
 
 @dataclass
@@ -67,11 +71,13 @@ class Args:
     asymmetric: bool = False
     """actor on obs["policy"], critic on the privileged obs["critic"]"""
     max_episode_steps: int | None = None
-    """control steps without a success before truncation (None: the task's 600)"""
+    """control steps without a success before truncation (None: the task's 599)"""
     backend: str = "cpu"
     """simulation backend ("cpu" or "warp")"""
     num_threads: int | None = None
     """CPU backend worker threads (None: all cores this process may use)"""
+    curriculum_interval: int | None = None
+    """control steps between tolerance-curriculum checks (None: the task's 3,000)"""
 
     total_timesteps: int = 2_000_000
     """env steps over all ranks"""
@@ -467,15 +473,33 @@ def param_digest(agent: Agent) -> str:
     return h.hexdigest()
 
 
-def make_envs(args: Args, rank: int, dev: torch.device) -> gym.vector.VectorEnv:
-    return gym.make_vec(
+class CurriculumReducer:
+    """reducer(sum, count) -> (sum, count) over all ranks (an all-reduce); counts its calls."""
+
+    def __init__(self, dev: torch.device) -> None:
+        self.dev, self.calls = dev, 0
+
+    def __call__(self, total: float, count: int) -> tuple[float, int]:
+        self.calls += 1
+        stat = all_reduce_(torch.tensor([total, float(count)], dtype=torch.float64, device=self.dev))
+        return float(stat[0]), round(float(stat[1]))
+
+
+def make_envs(args: Args, rank: int, dev: torch.device, reducer: CurriculumReducer | None) -> gym.vector.VectorEnv:
+    extra = {}
+    if args.curriculum_interval is not None:
+        extra["config"] = dataclasses.replace(SimToolRealConfig(), curriculum_interval=args.curriculum_interval)
+    envs = gym.make_vec(
         args.env_id, num_envs=args.num_envs, num_tools=args.num_tools, backend=args.backend,
         num_threads=args.num_threads, max_episode_steps=args.max_episode_steps,
         randomization=None if args.randomization == "none" else args.randomization,
         autoreset_mode="same_step", obs_mode="asymmetric" if args.asymmetric else "policy",
         env_id_offset=rank * args.num_envs, array_backend="torch", device=str(dev),
-        record_episode_statistics=True,
+        record_episode_statistics=True, **extra,
     )
+    if reducer is not None:  # one curriculum over all ranks; every rank steps in lockstep, as it needs
+        envs.unwrapped.set_curriculum_reducer(reducer)
+    return envs
 
 
 # ---- main ------------------------------------------------------------------------------------
@@ -484,7 +508,8 @@ def main(args: Args) -> None:
     rank, world, dev = init_distributed(args.device)
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    envs = make_envs(args, rank, dev)
+    reducer = CurriculumReducer(dev) if world > 1 else None
+    envs = make_envs(args, rank, dev, reducer)
     space = envs.single_observation_space
     policy_dim = space["policy"].shape[0] if args.asymmetric else space.shape[0]
     critic_dim = space["critic"].shape[0] if args.asymmetric else policy_dim
@@ -529,11 +554,12 @@ def main(args: Args) -> None:
         over = float(args.time_limit_s is not None and elapsed > args.time_limit_s)
         if all_reduce_(torch.tensor(over, device=dev), dist.ReduceOp.MAX if world > 1 else None).item() > 0:
             break
-    finish(args, agent, optimizer, envs, rank, world, global_step, log, init_digest)
+    finish(args, agent, optimizer, envs, rank, world, global_step, log, init_digest, reducer)
 
 
 def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym.vector.VectorEnv, rank: int,
-           world: int, global_step: int, log: CsvLog | None, init_digest: str) -> None:
+           world: int, global_step: int, log: CsvLog | None, init_digest: str,
+           reducer: CurriculumReducer | None) -> None:
     """Checkpoint and shard report; close everything."""
     config = json.loads(json.dumps(asdict(args), default=str))
     if rank == 0:
@@ -548,7 +574,9 @@ def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym
         report = {"rank": rank, "world_size": world, "num_envs": base.num_envs,
                   "env_id_offset": int(base.backend.env_id_offset), "global_env_ids": base.global_env_ids.tolist(),
                   "tool_ids": np.asarray(base.tool_ids).tolist(), "param_digest": param_digest(agent),
-                  "init_param_digest": init_digest, "global_step": global_step}
+                  "init_param_digest": init_digest, "global_step": global_step,
+                  "tolerance": float(base.tolerance), "curriculum_steps": int(base.curriculum.steps),
+                  "curriculum_reductions": 0 if reducer is None else reducer.calls}
         (args.out_dir / f"rank{rank}.json").write_text(json.dumps(report))
     envs.close()
     if dist.is_initialized():

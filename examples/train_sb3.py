@@ -70,7 +70,7 @@ class Args:
     num_tools: int = 600
     randomization: Literal["paper", "none"] = "paper"
     max_episode_steps: int | None = None
-    """None: the task's (600 control steps)"""
+    """None: the task's (599 control steps)"""
     num_threads: int | None = None
     seed: int = 0
     device: str = "cpu"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 
 import mjvec
+from mjvec.envs.config import SimToolRealConfig
 from mjvec.errors import ConfigError
 from mjvec.randomization import (
     ActionDelay,
@@ -16,6 +18,7 @@ from mjvec.randomization import (
     ObservationNoise,
     RandomPushes,
 )
+from mjvec.rng import EnvRandom
 
 SMALL = {"num_tools": 6, "randomization": None, "num_threads": 1}
 SLICES = {}
@@ -117,7 +120,7 @@ def test_object_scale_noise_per_reset_within_range() -> None:
 
 
 def test_random_pushes_only_when_lifted_one_step_and_scaled_by_mass() -> None:
-    env = RandomPushes(gym.make_vec(mjvec.ENV_ID, num_envs=4, **SMALL), prob_range=(1.0, 1.0))
+    env = RandomPushes(gym.make_vec(mjvec.ENV_ID, num_envs=4, **SMALL), prob_range=(1.0, 1.0), mass_scale="per_env")
     base = env.unwrapped
     env.reset(seed=0)
     body = base.object_body_id
@@ -149,6 +152,15 @@ def test_paper_preset_is_the_default_and_deterministic_across_num_envs() -> None
     assert np.isfinite(a).all()
 
 
+def test_paper_preset_with_goal_refills_is_deterministic_across_num_envs() -> None:
+    """Goals reached every second step, so every queue refills on goals: still a per-env function."""
+    kw = {"num_tools": 6, "config": GOAL_EVERY_2}
+    small = gym.make_vec(mjvec.ENV_ID, num_envs=3, num_threads=1, **kw)
+    large = gym.make_vec(mjvec.ENV_ID, num_envs=7, num_threads=2, **kw)
+    a, b = _run(small, 30), _run(large, 30)
+    np.testing.assert_array_equal(a, b[:, :3])
+
+
 @pytest.mark.parametrize(
     ("wrap", "match"),
     [
@@ -159,6 +171,10 @@ def test_paper_preset_is_the_default_and_deterministic_across_num_envs() -> None
         (lambda e: ObjectPoseLatency(e, pos_std=float("nan")), "pos_std must be finite"),
         (lambda e: ObjectScaleNoise(e, 1.2, 1.1), "need 0 < low <= high"),
         (lambda e: RandomPushes(e, prob_range=(0.0, 0.1)), "prob_range must satisfy"),
+        (lambda e: RandomPushes(e, mass_scale="env0"),
+         r"mass_scale='env0' is not allowed; allowed are \{per_env, reference\}"),
+        (lambda e: RandomPushes(e, force_scale=-1.0), "force_scale must be finite and >= 0"),
+        (lambda e: ObservationDelay(e, 2, refill_on_goal=1), "refill_on_goal must be a bool, got 1"),
     ],
 )
 def test_wrapper_argument_errors(wrap, match: str) -> None:
@@ -187,19 +203,122 @@ def test_single_env_entry_point_runs_with_the_paper_preset() -> None:
         SingleEnv(gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")]))
 
 
-def test_pose_noise_rotation_equals_mujoco_axis_angle_times_quat() -> None:
-    """object_dr's written-out product == mju_axisAngle2Quat(axis / |axis|, 2 half) * q (mju_mulQuat)."""
-    import mujoco
-
+def test_pose_noise_rotation_equals_quat_times_mujoco_axis_angle() -> None:
+    """object_dr's written-out product == q * mju_axisAngle2Quat(axis / |axis|, 2 half) (mju_mulQuat):
+    the noise rotation acts in the object's frame, as the source's quat_matrix @ delta_matrix."""
     from mjvec.randomization.object_dr import _rotate_by_axis_angle
 
     rng = np.random.default_rng(3)
     axis, half = rng.normal(size=(50, 3)), rng.uniform(-0.5, 0.5, 50)
     quat = rng.normal(size=(50, 4))
     quat /= np.linalg.norm(quat, axis=1, keepdims=True)
-    got = _rotate_by_axis_angle(axis, half, quat)
+    got = _rotate_by_axis_angle(quat, axis, half)
     for i in range(50):
-        dq, out = np.zeros(4), np.zeros(4)
-        mujoco.mju_axisAngle2Quat(dq, axis[i] / np.linalg.norm(axis[i]), 2 * half[i])
-        mujoco.mju_mulQuat(out, dq, quat[i])
-        np.testing.assert_allclose(got[i], out, atol=1e-14)
+        np.testing.assert_allclose(got[i], _quat_times_axis_angle(quat[i], axis[i], 2 * half[i]), atol=1e-14)
+
+
+def _quat_times_axis_angle(quat: np.ndarray, axis: np.ndarray, angle: float) -> np.ndarray:
+    dq, out = np.zeros(4), np.zeros(4)
+    mujoco.mju_axisAngle2Quat(dq, axis / np.linalg.norm(axis), angle)
+    mujoco.mju_mulQuat(out, quat, dq)
+    return out
+
+
+# A goal reached every second step (huge tolerance, 2 near-goal steps): the goal-segment counter is
+# 1 after odd steps and 0 after even ones, so the queues refill on a known schedule.
+GOAL_EVERY_2 = SimToolRealConfig(tolerance_start=5.0, success_steps=2)
+
+
+def test_object_pose_latency_replayed_from_the_streams_with_goal_refills() -> None:
+    """Oracle: the wrapper's documented draws replayed by hand on the env's own streams; the queue
+    of poses kept by hand, refilled at the reset and at each step that starts a goal segment; the
+    noise rotation about a positive-octant axis, in the object's frame."""
+    env = ObjectPoseLatency(gym.make_vec(mjvec.ENV_ID, num_envs=3, config=GOAL_EVERY_2, **SMALL), max_delay=9,
+                            pos_std=0.01, rot_deg=5.0, refill_on_goal=True)
+    base = env.unwrapped
+    env.reset(seed=2)
+    rng, ids = EnvRandom(base.global_env_ids, 2), np.arange(3)
+    pose = np.concatenate(base.true_object_pose(), axis=1)
+    history = [pose] * 10
+    refills = 0
+    for t in range(24):
+        segment = base.goal_segment_steps()
+        info = env.step(_actions(env, t))[-1]
+        assert info["success"].all() == (t % 2 == 1)
+        pose = np.concatenate(base.true_object_pose(), axis=1)
+        history = [pose] * 10 if (segment == 0).all() else [pose, *history[:9]]
+        refills += int((segment == 0).all())
+        ages = rng.integers(ids, "dr/pose_delay", 0, 10)
+        delayed = np.stack([history[a][e] for e, a in enumerate(ages)])
+        noise = rng.normal(ids, "dr/pose_noise", (3,))
+        axis = rng.uniform(ids, "dr/pose_rot_axis", 0.0, 1.0, (3,))
+        half = rng.uniform(ids, "dr/pose_rot_angle", -np.radians(2.5), np.radians(2.5))
+        pos, quat = base.observed_object_pose()
+        np.testing.assert_allclose(pos, delayed[:, :3] + 0.01 * noise, atol=1e-12)
+        for e in range(3):
+            want = _quat_times_axis_angle(delayed[e, 3:], axis[e], 2 * half[e])
+            np.testing.assert_allclose(quat[e], want, atol=1e-12)
+    assert refills == 12
+
+
+def test_observation_delay_refills_after_each_goal() -> None:
+    """After the step that follows a success (counter 1) the fresh observation is delivered whatever
+    age was drawn; the step after that can only be one step old."""
+    kw = {**SMALL, "config": GOAL_EVERY_2}
+    clean = _run(gym.make_vec(mjvec.ENV_ID, num_envs=4, **kw), 30)
+    delayed = _run(ObservationDelay(gym.make_vec(mjvec.ENV_ID, num_envs=4, **kw), 2, refill_on_goal=True), 30)
+    plain = _run(ObservationDelay(gym.make_vec(mjvec.ENV_ID, num_envs=4, **kw), 2), 30)
+    for t in range(1, 31, 2):  # obs index t = after step t; odd steps start a goal segment
+        np.testing.assert_array_equal(delayed[t], clean[t])
+    for t in range(2, 31, 2):
+        assert all(np.array_equal(delayed[t, e], clean[t, e]) or np.array_equal(delayed[t, e], clean[t - 1, e])
+                   for e in range(4))
+    assert any(not np.array_equal(plain[t], clean[t]) for t in range(3, 31, 2))  # without refills they lag
+
+
+def test_action_delay_refills_after_each_goal() -> None:
+    """The action arriving when the counter is 1 (after a goal segment's first step) refills the queue:
+    it is applied as given, as in the source."""
+    env = ActionDelay(gym.make_vec(mjvec.ENV_ID, num_envs=4, config=GOAL_EVERY_2, **SMALL), 2, refill_on_goal=True)
+    base = env.unwrapped
+    applied = []
+    original = base._apply_action
+    base._apply_action = lambda a: (applied.append(a.copy()), original(a))[1]
+    env.reset(seed=0)
+    given = []
+    for t in range(30):
+        given.append(np.clip(_actions(env, t), -1, 1))
+        env.step(given[-1])
+    for t in range(1, 30, 2):  # the counter is 1 after every odd-numbered (1-based) step: index t - 1 even
+        np.testing.assert_array_equal(applied[t], given[t])
+    plain = [k for k in range(2, 30, 2) if not np.array_equal(applied[k], given[k])]
+    assert plain  # the other steps still draw delays
+
+
+@pytest.mark.parametrize("mass_scale", ["reference", "per_env"])
+def test_push_magnitudes_for_a_heavy_and_a_light_tool(mass_scale: str) -> None:
+    """Tools 591 (a 0.39 kg hammer) and 592 (a 0.013 kg marker), always pushed once lifted: the
+    wrench is the env's own normal draws x mass x 20 N/kg (force) and x 2 (torque), with mass the
+    paper run's env-0 tool (0.0577 kg, so a 1.15 N std per axis) for both, or each tool's own."""
+    env = RandomPushes(gym.make_vec(mjvec.ENV_ID, num_envs=2, env_id_offset=591, num_tools=600, num_threads=1,
+                                    randomization=None), prob_range=(1.0, 1.0), mass_scale=mass_scale)
+    base = env.unwrapped
+    masses = np.asarray(base.object_mass)
+    assert masses[0] > 0.38 and masses[1] < 0.013
+    assert base.push_reference_mass == pytest.approx(0.0577, abs=1e-4)
+    assert 20.0 * base.push_reference_mass == pytest.approx(1.154, abs=2e-3)
+    env.reset(seed=6)
+    qpos, qvel = base.backend.qpos.copy(), np.zeros((2, base.backend.model.nv))
+    qpos[:, base._obj_qpos + 2] = 1.2  # held high: lifted at the first evaluation
+    base.backend.reset(np.arange(2), qpos, qvel)
+    rng, ids = EnvRandom(base.global_env_ids, 6), np.arange(2)
+    env.step(np.zeros((2, 29)))  # push draws made while not yet lifted: nothing pushed
+    assert not env.pushed.any() and base.lifted.all()
+    env.step(np.zeros((2, 29)))  # lifted now: both pushed (probability 1), for the next step
+    mass = np.full((2, 1), base.push_reference_mass) if mass_scale == "reference" else masses[:, None]
+    expected = np.zeros((2, 6))
+    for row, (kind, scale) in enumerate((("force", 20.0), ("torque", 2.0))):
+        for _ in range(2):  # steps 1 and 2 each drew once per env (p = 1: every draw pushes)
+            rng.uniform(ids, f"dr/push_{kind}_draw")
+        expected[:, 3 * row:3 * row + 3] = rng.normal(ids, f"dr/push_{kind}", (3,)) * mass * scale
+    np.testing.assert_allclose(base.backend.xfrc_applied[:, base.object_body_id], expected, rtol=1e-15)

@@ -150,7 +150,7 @@ def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path):
     _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PPO),
           "--num-envs", str(num_envs), "--num-tools", str(num_tools), "--num-steps", "4", "--num-minibatches", "2",
           "--total-timesteps", "48", "--hidden", "32", "--randomization", "none", "--out-dir", str(tmp_path),
-          "--no-progress", "--shard-report"], timeout=150)
+          "--no-progress", "--shard-report", "--curriculum-interval", "1"], timeout=150)
     reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     for rank, report in enumerate(reports):
         assert report["world_size"] == 2 and report["rank"] == rank
@@ -160,6 +160,10 @@ def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path):
         assert report["global_env_ids"] == ids
         assert report["tool_ids"] == [g % num_tools for g in ids]  # tool identity is global
         assert report["global_step"] == 48
+        # One curriculum over both ranks: with an interval of 1 it checks at each of the 8 control
+        # steps, each check one all-reduce every rank joins (a rank alone would hang: timeout).
+        assert report["curriculum_steps"] == 8 and report["curriculum_reductions"] == 8
+    assert reports[0]["tolerance"] == reports[1]["tolerance"]
     assert reports[0]["init_param_digest"] == reports[1]["init_param_digest"]
     # Different data on each rank: only averaged gradients and pooled normalizer stats keep these equal.
     assert reports[0]["param_digest"] == reports[1]["param_digest"]

@@ -35,6 +35,7 @@ class PushableArm(ArmEnv):
         super().__init__(*args, **kwargs)
         self.push_body_id = int(self.backend.model.body("obj").id)
         self.push_mass = self.backend.defaults("body_mass")[:, self.push_body_id].copy()
+        self.push_reference_mass = float(self.push_mass.min())  # one mass for every env
         self.allowed = np.ones(self.num_envs, bool)
 
     def push_allowed(self) -> np.ndarray:
@@ -50,7 +51,16 @@ class PushableArm(ArmEnv):
                             r"'true_object_pose'\]\)"),
         (ObjectScaleNoise, r"ObjectScaleNoise needs .*ObjectScaleHooks \(missing \['object_scales', "
                            r"'set_object_scale_source'\]\)"),
-        (RandomPushes, r"RandomPushes needs .*PushHooks \(missing \['push_allowed', 'push_body_id', 'push_mass'\]\)"),
+        (RandomPushes, r"RandomPushes\(mass_scale='reference'\) needs .*PushHooks \(missing \['push_allowed', "
+                       r"'push_body_id', 'push_mass'\]\); PushReferenceMassHooks \(missing "
+                       r"\['push_reference_mass'\]\)"),
+        (lambda e: RandomPushes(e, mass_scale="per_env"),
+         r"RandomPushes\(mass_scale='per_env'\) needs .*: PushHooks \(missing \['push_allowed', 'push_body_id', "
+         r"'push_mass'\]\)\. Implement"),
+        (lambda e: ObservationDelay(e, 1, refill_on_goal=True),
+         r"ObservationDelay\(refill_on_goal=True\) needs .*GoalSegmentHooks \(missing \['goal_segment_steps'\]\)"),
+        (lambda e: ActionDelay(e, 1, refill_on_goal=True),
+         r"ActionDelay\(refill_on_goal=True\) needs .*GoalSegmentHooks"),
     ],
 )
 def test_wrapper_needing_an_undeclared_hook_fails_at_construction(wrap, match) -> None:
@@ -68,28 +78,36 @@ def test_generic_wrappers_work_on_any_mjvec_env() -> None:
     assert obs.shape == (2, env.unwrapped.single_observation_space.shape[0])
 
 
-def test_second_task_opts_into_pushes_and_they_go_through_the_declared_input() -> None:
-    env = RandomPushes(PushableArm(3), prob_range=(0.5, 0.5), force_scale=20.0, torque_scale=2.0)
+@pytest.mark.parametrize("mass_scale", ["reference", "per_env"])
+def test_second_task_opts_into_pushes_and_they_go_through_the_declared_input(mass_scale: str) -> None:
+    env = RandomPushes(PushableArm(3), prob_range=(0.2, 0.6), force_scale=20.0, torque_scale=2.0,
+                       mass_scale=mass_scale)
     base = env.unwrapped
     base.allowed[:] = [True, False, True]
     env.reset(seed=4)
-    # Oracle: the same streams drawn by hand in the wrapper's documented order.
+    # Oracle: the same streams drawn by hand in the wrapper's documented order; force and torque
+    # have their own probabilities and their own draws.
     rng = EnvRandom(base.global_env_ids, 4)
     ids = np.arange(3)
-    prob = np.exp(rng.uniform(ids, "dr/push_prob", np.log(0.5), np.log(0.5)))
-    seen = 0
-    for t in range(12):
+    lo, hi = np.log(0.2), np.log(0.6)
+    prob = {k: np.exp(rng.uniform(ids, f"dr/push_{k}_prob", lo, hi)) for k in ("force", "torque")}
+    seen = {"force": 0, "torque": 0, "only_one": 0}
+    for t in range(16):
         env.step(actions(base.global_env_ids, t))
-        pushed = (rng.uniform(ids, "dr/push_draw") < prob) & base.allowed
         expected = np.zeros((3, 6))
-        p = np.flatnonzero(pushed)
-        mass = base.push_mass[p, None]
-        expected[p, :3] = rng.normal(p, "dr/push_force", (3,)) * mass * 20.0
-        expected[p, 3:] = rng.normal(p, "dr/push_torque", (3,)) * mass * 2.0
+        masks = {}
+        for row, (kind, scale) in enumerate((("force", 20.0), ("torque", 2.0))):
+            masks[kind] = (rng.uniform(ids, f"dr/push_{kind}_draw") < prob[kind]) & base.allowed
+            p = np.flatnonzero(masks[kind])
+            mass = base.push_reference_mass if mass_scale == "reference" else base.push_mass[p, None]
+            expected[p, 3 * row:3 * row + 3] = rng.normal(p, f"dr/push_{kind}", (3,)) * mass * scale
+            seen[kind] += p.size
         np.testing.assert_array_equal(base.backend.xfrc_applied[:, base.push_body_id], expected)
-        np.testing.assert_array_equal(env.pushed, pushed)
-        seen += p.size
-    assert seen > 0 and not env.pushed[1]
+        np.testing.assert_array_equal(env.force_pushed, masks["force"])
+        np.testing.assert_array_equal(env.torque_pushed, masks["torque"])
+        np.testing.assert_array_equal(env.pushed, masks["force"] | masks["torque"])
+        seen["only_one"] += int((masks["force"] ^ masks["torque"]).sum())
+    assert seen["force"] > 0 and seen["torque"] > 0 and seen["only_one"] > 0 and not env.pushed[1]
 
 
 def test_state_input_refuses_undeclared_inputs_and_bad_values() -> None:

@@ -92,7 +92,8 @@ def _xyzw(q: np.ndarray) -> np.ndarray:
 def test_obs_blocks_match_plain_mujoco_oracle(env4, oracle_models):
     obs, _ = env4.reset(seed=3)
     pol, crit = obs["policy"], obs["critic"]
-    np.testing.assert_array_equal(pol, crit[:, :140])
+    for name, _ in tm.POLICY_LAYOUT:  # without a pose source the critic's policy terms are the policy's
+        np.testing.assert_array_equal(pol[:, PSL[name]], crit[:, CSL[name]])
     catalog = default_catalog()
     for i in range(4):
         tool = int(env4.unwrapped.tool_ids[i])
@@ -140,14 +141,70 @@ def test_obs_after_steps_qpos_blocks_and_velocities(env4, oracle_models):
         data = _oracle_data(model, env4, i)
         np.testing.assert_allclose(pol[i, PSL["joint_vel"]], [data.joint(n).qvel[0] for n in R.JOINT_NAMES],
                                    rtol=1e-6, atol=1e-5)
-        # mj_objectVelocity gives (angular, linear at the COM), world frame; the obs has the linear
-        # velocity of the object frame origin (the handle centre the keypoints hang on).
+        # mj_objectVelocity gives (angular, linear at the COM), world frame; the critic has the
+        # COM's linear velocity (as the source's rigid-body state), not the frame origin's.
         vel = np.zeros(6)
         body = data.body(S.OBJECT_BODY_NAME)
         mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, body.id, vel, 0)
-        lin_origin = vel[3:] - np.cross(vel[:3], body.xipos - body.xpos)
-        np.testing.assert_allclose(crit[i, CSL["object_vel"]], np.concatenate([lin_origin, vel[:3]]), atol=1e-5)
+        np.testing.assert_allclose(crit[i, CSL["object_vel"]], np.concatenate([vel[3:], vel[:3]]), atol=1e-5)
         assert crit[i, CSL["progress"]][0] == pytest.approx(np.log(0.3 + 1.0))
+
+
+def test_critic_object_velocity_is_at_the_centre_of_mass(oracle_models):
+    """A tool spinning in the air: critic object_vel = (v_origin + w x (R com), w), by hand and by
+    mj_objectVelocity; the frame origin's velocity differs from it here."""
+    env = gym.make_vec(ENV_ID, num_envs=2, obs_mode="asymmetric", **SMALL)
+    try:
+        task = env.unwrapped
+        env.reset(seed=5)
+        qpos, qvel = task.backend.qpos.copy(), np.zeros((2, task.backend.model.nv))
+        a, d = task._obj_qpos, task._obj_dof
+        qpos[:, a:a + 3] = [[0.1, 0.0, 1.3], [-0.1, 0.05, 1.4]]  # above the hand: free flight for a step
+        qvel[:, d:d + 3] = [[0.2, -0.1, 0.3], [0.0, 0.4, -0.2]]
+        qvel[:, d + 3:d + 6] = [[5.0, -4.0, 3.0], [-2.0, 5.0, 4.0]]  # body frame, within the obs clip
+        task.backend.reset(np.arange(2), qpos, qvel)
+        obs, *_ = env.step(np.zeros((2, 29)))
+        crit = obs["critic"]
+        for i in range(2):
+            tool = default_catalog()[int(task.tool_ids[i])]
+            model = oracle_models(tool.tool_id)
+            data = _oracle_data(model, task, i)
+            rot = data.body(S.OBJECT_BODY_NAME).xmat.reshape(3, 3)
+            w_world = rot @ data.qvel[d + 3:d + 6]
+            hand = data.qvel[d:d + 3] + np.cross(w_world, rot @ np.array([tool.com_x, 0.0, 0.0]))
+            vel = np.zeros(6)
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, model.body(S.OBJECT_BODY_NAME).id, vel, 0)
+            np.testing.assert_allclose(hand, vel[3:], atol=1e-10)
+            np.testing.assert_allclose(crit[i, CSL["object_vel"]], np.concatenate([hand, w_world]), rtol=1e-6,
+                                       atol=1e-5)
+            assert np.linalg.norm(hand - data.qvel[d:d + 3]) > 0.1
+    finally:
+        env.close()
+
+
+def test_critic_layout_is_the_source_state_list():
+    """The critic's blocks in the source's stateList order, and the documented index map."""
+    assert [name for name, _ in tm.CRITIC_LAYOUT] == [
+        "joint_pos", "joint_vel", "prev_action_targets", "palm_pos", "palm_rot", "palm_vel", "object_rot",
+        "object_vel", "fingertip_pos_rel_palm", "keypoints_rel_palm", "keypoints_rel_goal", "object_scales",
+        "closest_keypoint_max_dist", "closest_fingertip_dist", "lifted_object", "progress", "successes", "reward",
+    ]
+    starts = {name: (sl.start, sl.stop) for name, sl in CSL.items()}
+    assert starts["palm_vel"] == (94, 100) and starts["object_rot"] == (100, 104)
+    assert starts["object_vel"] == (104, 110) and starts["fingertip_pos_rel_palm"] == (110, 125)
+    assert starts["object_scales"] == (149, 152) and starts["reward"] == (161, 162)
+    # The map written in the code comment and in docs/simtoolreal.md is this one.
+    import inspect
+    import pathlib
+    import re
+
+    comment = inspect.getsource(tm).split("# privileged terms. Offsets")[1].split("CRITIC_LAYOUT")[0]
+    docs = (pathlib.Path(__file__).parents[1] / "docs" / "simtoolreal.md").read_text()
+    for name, (lo, hi) in starts.items():
+        shown = f"{name} {lo}" if hi == lo + 1 else f"{name} {lo}:{hi}"
+        assert shown in re.sub(r"\s+", " ", comment), shown
+        cell = f"`{lo}`" if hi == lo + 1 else f"`{lo}:{hi}`"
+        assert re.search(rf"\| `{name}` \| {re.escape(cell)} \|", docs), (name, cell)
 
 
 def test_batched_env_equals_single_envs():
@@ -273,6 +330,81 @@ def test_truncation_after_max_episode_steps_and_fall_termination():
         env.close()
 
 
+def _hold_still(task) -> np.ndarray:
+    """Actions that keep every PD target where it is: arm deltas 0, hand targets mapped back to [-1, 1]."""
+    a = np.zeros((task.num_envs, 29))
+    a[:, 7:] = tm.unscale_from_limits(task.targets[:, 7:], task.joint_lower[7:], task.joint_upper[7:])
+    return a
+
+
+def test_episode_without_success_lasts_the_sources_599_steps():
+    """The source truncates when its counter (1 at an episode's first step) reaches episodeLength - 1 =
+    599, so an episode without a success has 599 control steps; the default config matches it."""
+    env = gym.make_vec(ENV_ID, num_envs=2, autoreset_mode="disabled", **SMALL)
+    try:
+        task = env.unwrapped
+        env.reset(seed=1)
+        for step in range(1, 600):
+            _, _, term, trunc, info = env.step(_hold_still(task))
+            assert not term.any() and not info["success"].any()
+            assert trunc.all() == (step == 599), step
+        np.testing.assert_array_equal(task.progress, 599)
+    finally:
+        env.close()
+
+
+def test_spawn_height_lift_thresholds_and_first_goal_floor():
+    """Spawn at table CENTRE + 0.25 = 0.63 (the source's): shaping starts at z > 0.58, `lifted` at
+    z > 0.73, first goals are raised to 0.73; reset positions are the env's own draws around it."""
+    assert S.OBJECT_SPAWN_POS == pytest.approx((0.0, 0.0, S.TABLE_POS[2] + 0.25)) == (0.0, 0.0, 0.63)
+    n = 512
+    env = gym.make_vec(ENV_ID, num_envs=n, **SMALL)
+    try:
+        task = env.unwrapped
+        np.testing.assert_allclose(task.spawn_pos, [0.0, 0.0, 0.63])
+        env.reset(seed=4)
+        pos = task.true_object_pose()[0]
+        from mjvec.rng import EnvRandom
+
+        rng = EnvRandom(task.global_env_ids, 4)
+        want = np.array([0.0, 0.0, 0.63]) + rng.uniform(np.arange(n), "reset/object_pos", -np.array([0.1, 0.1, 0.02]),
+                                                          np.array([0.1, 0.1, 0.02]), (3,))
+        np.testing.assert_allclose(pos, want, atol=1e-12)
+        assert 0.61 <= pos[:, 2].min() and pos[:, 2].max() <= 0.65
+        cfg = task.cfg
+        z = np.array([0.5799, 0.5801, 0.7299, 0.7301])
+        lift, _, lifted = tm.lift_terms(z, task.spawn_pos[2], np.zeros(4, bool), offset=cfg.lift_offset,
+                                           clip=cfg.lift_clip, threshold=cfg.lift_threshold)
+        np.testing.assert_allclose(lift, [0.0, 0.0001, 0.1499, 0.0], atol=1e-9)
+        np.testing.assert_array_equal(lifted, [False, False, False, True])
+        goal_z = task.goal_pos[:, 2]
+        assert goal_z.min() == pytest.approx(0.73)
+        # Uniform z in [0.6, 0.95) raised to 0.73: a fraction (0.73 - 0.6) / 0.35 = 0.371 sits on the floor
+        # (with the table-top spawn it was 0.8).
+        assert np.isclose(goal_z, 0.73).mean() == pytest.approx(0.13 / 0.35, abs=0.06)
+    finally:
+        env.close()
+
+
+def test_few_tools_fall_to_the_floor_after_reset_with_the_hand_held_still():
+    """All 600 tools, 2 s after reset with the hand holding its reset pose: the fraction whose object
+    drops below 0.3 m (off the table: the top is at 0.53) is 21/600 = 0.035 at the source's spawn
+    height; with the old table-top + 0.25 spawn the same run gave 49/600 = 0.082."""
+    env = gym.make_vec(ENV_ID, num_envs=600, num_tools=600, randomization=None, num_threads=2)
+    try:
+        task = env.unwrapped
+        env.reset(seed=0)
+        fell, done = np.zeros(600, bool), np.zeros(600, bool)
+        for _ in range(round(2.0 / task.control_dt)):
+            _, _, term, trunc, _ = env.step(_hold_still(task))
+            fell |= ~done & (task.true_object_pose()[0][:, 2] < 0.3)  # first episode only
+            done |= term | trunc
+        assert fell.mean() < 0.05, fell.mean()
+        assert fell[done].all()  # the only episodes that ended were falls (z < 0.1)
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -368,21 +500,70 @@ def test_lift_latch_and_bonus_through_the_env():
         env.close()
 
 
-def test_tolerance_curriculum_is_global_and_reported():
+def test_tolerance_curriculum_checks_before_use_and_reports_it():
+    """Every step is a success (huge tolerance, 1 near-goal step) and an episode ends at 2 successes,
+    so with interval 3 and threshold 2 the hand-computed tolerances are: steps 1-2 start value;
+    step 3 (the NEXT_STEP reset step, which still counts) sees last = [2, 2] and tightens before use;
+    the next check is 3 steps later."""
     from mjvec.envs.config import SimToolRealConfig
 
-    cfg = SimToolRealConfig(curriculum_interval=1, curriculum_min_successes=0.0, max_episode_steps=2)
+    cfg = SimToolRealConfig(tolerance_start=1.0, success_steps=1, max_consecutive_successes=2, curriculum_interval=3,
+                            curriculum_min_successes=2.0)
     env = gym.make_vec(ENV_ID, num_envs=2, config=cfg, **SMALL)
     try:
         env.reset(seed=0)
-        tolerances = []
-        for _ in range(5):
-            *_, info = env.step(np.zeros((2, 29)))
+        tolerances, dones = [], []
+        for _ in range(7):
+            _, _, term, trunc, info = env.step(np.zeros((2, 29)))
             tolerances.append(info["tolerance"].copy())
-        # Episodes end at steps 2 and 5 (step 3 is the NEXT_STEP reset step, not evaluated), each
-        # time decaying the shared tolerance once after it was used; every env reports the same value.
-        np.testing.assert_allclose(np.array(tolerances)[:, 0], [0.075, 0.075, 0.0675, 0.0675, 0.0675])
-        assert all((t == t[0]).all() for t in tolerances)
-        assert env.unwrapped.tolerance == pytest.approx(0.0675 * 0.9)
+            dones.append((term | trunc).copy())
+        np.testing.assert_array_equal(np.array(dones)[:, 0], [False, True, False, False, True, False, False])
+        np.testing.assert_allclose(np.array(tolerances)[:, 0], [1.0, 1.0, 0.9, 0.9, 0.9, 0.81, 0.81])
+        assert all((t == t[0]).all() for t in tolerances)  # one tolerance for all envs
+        np.testing.assert_array_equal(env.unwrapped.curriculum.last_successes, [2, 2])
+        with pytest.raises(ConfigError, match="reducer must be set before the first step"):
+            env.unwrapped.set_curriculum_reducer(lambda total, count: (total, count))
     finally:
         env.close()
+
+
+def test_curriculum_reducer_makes_shards_agree_with_one_env():
+    """Two shard envs (global ids 0-1 and 2-3) sharing a fake all-reduce take the tolerance
+    decisions of one 4-env env; the same shards without it do not (their local means differ)."""
+    from mjvec.envs.config import SimToolRealConfig
+
+    cfg = SimToolRealConfig(tolerance_start=0.25, success_steps=1, max_consecutive_successes=3, max_episode_steps=3,
+                            curriculum_interval=4, curriculum_min_successes=1.0)
+    kw = {**SMALL, "config": cfg, "num_threads": 1}
+    whole = gym.make_vec(ENV_ID, num_envs=4, **kw)
+    shards = {k: gym.make_vec(ENV_ID, num_envs=2, env_id_offset=o, **kw) for k, o in (("a", 0), ("b", 2))}
+    alone = gym.make_vec(ENV_ID, num_envs=2, env_id_offset=0, **kw)
+    snapshot: dict[str, tuple[float, int]] = {}
+    calls = []
+
+    def reducer_of(me: str, other: str):
+        def reduce(total: float, count: int) -> tuple[float, int]:
+            calls.append((me, total, count))
+            return total + snapshot[other][0], count + snapshot[other][1]
+        return reduce
+
+    try:
+        shards["a"].unwrapped.set_curriculum_reducer(reducer_of("a", "b"))
+        shards["b"].unwrapped.set_curriculum_reducer(reducer_of("b", "a"))
+        for env in (whole, alone, *shards.values()):
+            env.reset(seed=0)
+        seen = {k: [] for k in ("whole", "a", "b", "alone")}
+        for _ in range(16):
+            # What each process would contribute to this step's all-reduce: its envs' statistic before
+            # the step (its check comes before it records the step's episodes).
+            snapshot.update({k: e.unwrapped.curriculum.local_stat() for k, e in shards.items()})
+            for name, env in (("whole", whole), ("alone", alone), *shards.items()):
+                n = env.unwrapped.num_envs
+                seen[name].append(env.step(np.zeros((n, 29)))[-1]["tolerance"][0])
+        assert seen["a"] == seen["whole"] and seen["b"] == seen["whole"]
+        assert seen["alone"] != seen["whole"]
+        assert min(seen["whole"]) < 0.25  # the curriculum did tighten
+        assert calls and all(count == 2 for _, _, count in calls)  # each shard passed its own (sum, 2 envs)
+    finally:
+        for env in (whole, alone, *shards.values()):
+            env.close()

@@ -11,6 +11,7 @@ import pytest
 
 from mjvec.envs import task_math as tm
 from mjvec.envs.config import SimToolRealConfig
+from mjvec.envs.curriculum import ToleranceCurriculum
 from mjvec.errors import ConfigError
 from mjvec.rng import EnvRandom
 
@@ -193,33 +194,91 @@ def test_joint_speed_penalties():
 
 
 # ---- curriculum ---------------------------------------------------------------------------
-def test_curriculum_decrements_every_interval_when_good_enough():
-    cur = tm.ToleranceCurriculum(0.075, 0.9, 0.01, interval=3, min_successes=3.0)
-    assert not cur.step(np.array([5.0]))
-    assert not cur.step(np.array([]))
-    assert cur.step(np.array([1.0]))  # mean (5 + 1) / 2 = 3 >= 3 at the 3rd step
-    assert cur.tolerance == pytest.approx(0.0675)
-    # Next window: mean 2 < 3 keeps the tolerance (and keeps checking every step).
-    for _ in range(3):
-        assert not cur.step(np.array([2.0]))
-    assert cur.tolerance == pytest.approx(0.0675)
-    assert cur.step(np.array([50.0]))  # mean (2*3 + 50)/4 = 14
-    assert cur.tolerance == pytest.approx(0.0675 * 0.9)
+# A scripted run of 4 envs, interval 3, threshold 3: per step, the (env, successes) episodes that
+# finish in it. The source's rule looks at each env's MOST RECENT finished episode (0 before one).
+SCRIPT = {1: {0: 6}, 2: {1: 6}, 3: {0: 0}, 4: {2: 9, 3: 9}, 6: {1: 0, 2: 0, 3: 0}, 10: {0: 12}}
+# Hand-computed from that rule (the tolerance in effect during each step, checked before use):
+#   steps 1-2: fewer than 3 steps since the start -> 0.075.
+#   step 3: last = [6, 6, 0, 0], mean 3 >= 3 -> 0.075 * 0.9 = 0.0675; interval restarts at 3.
+#   step 6: last = [0, 6, 9, 9] (env 0's latest episode had 0), mean 6 -> 0.0675 * 0.9 = 0.06075.
+#   steps 9, 10: last = [0, 0, 0, 0], mean 0 < 3 -> unchanged, checked again every step.
+#   step 11: last = [12, 0, 0, 0], mean 3 -> 0.06075 * 0.9 = 0.054675.
+EXPECTED = [0.075, 0.075, 0.0675, 0.0675, 0.0675, 0.06075, 0.06075, 0.06075, 0.06075, 0.06075, 0.054675, 0.054675]
 
 
-def test_curriculum_floor_and_needs_finished_episodes():
-    cur = tm.ToleranceCurriculum(0.075, 0.9, 0.01, interval=1, min_successes=3.0)
-    assert not cur.step(np.array([]))  # no finished episode: no evidence, no change
+def _curriculum(n: int = 4, reducer=None) -> ToleranceCurriculum:
+    return ToleranceCurriculum(n, 0.075, 0.9, 0.01, interval=3, min_successes=3.0, reducer=reducer)
+
+
+def _finish(cur: ToleranceCurriculum, step: int, env_ids: range) -> None:
+    done = {e: k for e, k in SCRIPT.get(step, {}).items() if e in env_ids}
+    local = np.array([e - env_ids.start for e in done], np.int64)
+    cur.finish(local, np.array(list(done.values()), np.float64))
+
+
+def test_curriculum_uses_each_envs_most_recent_finished_episode():
+    cur = _curriculum()
+    seen = []
+    for step in range(1, len(EXPECTED) + 1):
+        cur.begin_step()
+        seen.append(cur.tolerance)
+        _finish(cur, step, range(4))
+    np.testing.assert_allclose(seen, EXPECTED, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(cur.last_successes, [12, 0, 0, 0])
+
+
+def test_curriculum_floor():
+    cur = ToleranceCurriculum(2, 0.075, 0.9, 0.01, interval=1, min_successes=3.0)
+    cur.finish(np.array([0, 1]), np.array([10.0, 10.0]))
     for _ in range(40):
-        cur.step(np.array([10.0]))
+        cur.begin_step()
     assert cur.tolerance == 0.01  # 0.075 * 0.9^k never hits 0.01 exactly: the floor clamps
+
+
+def test_curriculum_shards_with_an_all_reduce_equal_one_curriculum():
+    """Two shards (envs 0-1 and 2-3), each with a fake all-reduce that adds the other shard's
+    statistic, stepped in lockstep, take the unsharded decisions; without it they do not."""
+    shards: dict[str, ToleranceCurriculum] = {}
+
+    def reducer_of(other: str):
+        def reduce(total: float, count: int) -> tuple[float, int]:
+            o_total, o_count = shards[other].local_stat()
+            return total + o_total, count + o_count
+        return reduce
+
+    shards["a"], shards["b"] = _curriculum(2, reducer_of("b")), _curriculum(2, reducer_of("a"))
+    alone = {"a": _curriculum(2), "b": _curriculum(2)}
+    seen = {k: [] for k in ("a", "b", "alone_a", "alone_b")}
+    for step in range(1, len(EXPECTED) + 1):
+        for cur in (*shards.values(), *alone.values()):
+            cur.begin_step()  # every process checks before any of them records this step's episodes
+        for name, ids in (("a", range(0, 2)), ("b", range(2, 4))):
+            seen[name].append(shards[name].tolerance)
+            seen[f"alone_{name}"].append(alone[name].tolerance)
+            _finish(shards[name], step, ids)
+            _finish(alone[name], step, ids)
+    np.testing.assert_allclose(seen["a"], EXPECTED, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(seen["b"], EXPECTED, rtol=0, atol=1e-15)
+    assert seen["alone_a"] != EXPECTED and seen["alone_b"] != EXPECTED
+
+
+def test_curriculum_reducer_errors():
+    with pytest.raises(ConfigError, match="reducer must be callable as reducer"):
+        _curriculum(reducer=3)
+    cur = _curriculum()
+    cur.begin_step()
+    with pytest.raises(ConfigError, match=r"must be set before the first step .* stepped 1 times"):
+        cur.set_reducer(lambda total, count: (total, count))
+    bad = ToleranceCurriculum(2, 0.075, 0.9, 0.01, interval=1, min_successes=3.0, reducer=lambda t, c: (t, 0))
+    with pytest.raises(ConfigError, match="reducer returned a count of 0"):
+        bad.begin_step()
 
 
 # ---- goals --------------------------------------------------------------------------------
 def test_first_goal_ranges_and_min_height():
     n = 2000
     rng = EnvRandom(np.arange(n), 7)
-    spawn_z = 0.78
+    spawn_z = 0.63  # the source's spawn: table centre 0.38 + 0.25
     pos, quat = tm.sample_first_goal(rng, np.arange(n), CFG, spawn_z)
     assert (pos[:, 0] >= -0.35).all() and (pos[:, 0] < 0.35).all()
     assert (pos[:, 1] >= -0.2).all() and (pos[:, 1] < 0.2).all()
@@ -283,7 +342,8 @@ def test_config_rejects_bad_values(field, value, match):
 
 
 def test_config_defaults_are_the_paper_values():
-    assert CFG.frame_skip == 2 and CFG.max_episode_steps == 600
+    # The source's episodeLength 600 truncates when its counter reaches 599: 599 control steps.
+    assert CFG.frame_skip == 2 and CFG.max_episode_steps == 599
     assert CFG.dof_speed_scale / 60.0 == pytest.approx(0.025)
     assert (CFG.approach_weight, CFG.lift_weight, CFG.lift_bonus, CFG.keypoint_weight, CFG.success_bonus) == (
         50.0, 20.0, 300.0, 200.0, 1000.0)

@@ -32,9 +32,14 @@ TABLE_FRICTION = 0.5
 
 OBJECT_BODY_NAME = "object"
 OBJECT_JOINT_NAME = "object_freejoint"
-OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_TOP_Z + 0.25)
+# The source offsets the spawn from the table's CENTRE (its tableObjectZOffset over tableResetZ), not
+# from the table top: the tool starts a little above the surface and drops onto it. This height is
+# also the task's reference for the lift reward, `lifted` and the first goal's floor.
+OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_POS[2] + 0.25)
 GOAL_BODY_NAME = "goal"
-GOAL_INIT_POS = (0.0, 0.0, TABLE_TOP_Z + 0.35)
+# The ghost's pose before the first reset: the lowest first goal (the floor the task raises first
+# goals to, above the spawn height). Every reset moves it to the env's own goal.
+GOAL_INIT_POS = (0.0, 0.0, OBJECT_SPAWN_POS[2] + 0.10)
 # Keyframe 0: robot at DEFAULT_JOINT_POS (qpos and ctrl), tool at its spawn pose, goal at its init pose.
 HOME_KEYFRAME = "home"
 

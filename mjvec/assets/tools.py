@@ -23,6 +23,9 @@ TOOL_GEOMETRIES = ("primitive", "mesh")
 HANDLE_TYPES = ("box", "cyl")
 HEAD_DENSITIES = ("heavy", "light")
 
+# The source's pool draws this many tools per distribution (1,200 tools); this package's catalog
+# defaults to half that (600), the size the MuJoCo port in UniLab uses.
+SOURCE_PER_DISTRIBUTION = 100
 # "object_scales" divides handle dims by the source's objectBaseSize.
 OBJECT_BASE_SIZE = 0.04
 # Handle density: 3D-printed parts. A "light" head uses the same range; a "heavy" head is metal-like.
@@ -297,3 +300,13 @@ class ToolCatalog:
         if name not in TOPOLOGY_CLASSES:
             raise ConfigError(f"topology {name!r} is not allowed; allowed {allowed(TOPOLOGY_CLASSES)}")
         return np.flatnonzero(self._topology == TOPOLOGY_CLASSES.index(name)).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=1)
+def source_env0_tool() -> Tool:
+    """Tool 0 of the source's own pool (seed 42, `SOURCE_PER_DISTRIBUTION` per distribution): the tool
+    of env 0 in the paper's run, whose mass the paper's random pushes are scaled by in every env.
+
+    It is a different tool from tool 0 of the default 600-tool catalog (the pools' shuffles differ).
+    """
+    return ToolCatalog(seed=42, per_distribution=SOURCE_PER_DISTRIBUTION)[0]

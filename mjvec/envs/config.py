@@ -50,14 +50,20 @@ class SimToolRealConfig:
 
     Success: the max fixed-size keypoint distance <= tolerance * `keypoint_scale` for
     `success_steps` consecutive control steps. Tolerance curriculum: starts at
-    `tolerance_start`, times `tolerance_decay` at most every `curriculum_interval` control steps
-    when the mean successes per episode finished since the last decrement is at least
-    `curriculum_min_successes`; never below `tolerance_min`.
+    `tolerance_start`; once `curriculum_interval` control steps have passed since the last
+    tightening, it is multiplied by `tolerance_decay` (never below `tolerance_min`) at the first
+    step where the mean over envs of each env's most recent finished episode's success count (0
+    for an env that has not finished one) is at least `curriculum_min_successes` (see
+    `mjvec.envs.task_math.ToleranceCurriculum`).
+
+    Episode: truncated after `max_episode_steps` control steps without a success (the step
+    counter restarts at every success). The source's episodeLength is one more than this: its
+    counter reaches episodeLength - 1 at its last step, so its episodes last as long as these.
     """
 
     # Timing.
     frame_skip: int = 2
-    max_episode_steps: int = 600
+    max_episode_steps: int = 599
     # Action pipeline.
     dof_speed_scale: float = 1.5
     arm_moving_average: float = 0.1

@@ -53,7 +53,7 @@ class SimToolRealOptions:
     backend: a name in `mjvec.backends.registry.BACKENDS`: "cpu" (MuJoCo's `mujoco.batch` thread
         pool) or "warp" (mujoco-warp, when installed).
     num_threads: CPU worker threads (None: the CPU affinity count); CPU backend only.
-    max_episode_steps: control steps without a success before truncation (None: config's, 600).
+    max_episode_steps: control steps without a success before truncation (None: config's, 599).
     obs_mode: "policy" (Box(140)) or "asymmetric" (Dict(policy=140, critic=162)).
     env_id_offset: global id of local env 0 (shards of one run keep tool and random streams).
     num_tools: tools in use, 1..600; env with global id g gets tool g % num_tools.

@@ -1,6 +1,7 @@
 """SimToolReal-v0: move one of 600 procedural tools to random 6-D goal poses with an arm + hand.
 
-Faithful to reference/simtoolreal.md §1, §3 and §8 (the authors' Isaac Gym task). Per control step
+Faithful to the authors' Isaac Gym task (docs/simtoolreal.md states the rules and lists the
+deliberate deviations). Per control step
 (60 Hz, two 120 Hz physics substeps): the 29-D action in [-1, 1] becomes PD targets (arm: integrated
 deltas of at most 0.025 rad; hand: absolute; EMA 0.1), the physics steps, then rewards, successes,
 goal changes and terminations are evaluated and the observation is built.
@@ -8,27 +9,35 @@ goal changes and terminations are evaluated and the observation is built.
 Frames and liveness. Every position is in the env frame (the world frame of the env's own scene:
 table centred at the origin in x/y, robot base at (0, 0.8, 0)). The object pose comes from qpos and
 is current. Palm and fingertip positions come from MuJoCo site positions, which after a step are
-those of the last substep's start (one physics substep, 1/120 s, stale), as after `mj_step`; after a
-reset they are current. Palm velocity is derived from `cvel` (same staleness): the linear velocity
-of the palm-centre point and the angular velocity of the palm body, world frame. Object velocity is
-the free joint's qvel (current): the linear velocity of the object frame origin (the handle centre
-the keypoints hang on; Isaac Gym reports the COM's) and the angular velocity rotated to the world
-frame.
+those of the last substep's start (one physics substep, stale), as after `mj_step`; after a reset
+they are current. Palm velocity is derived from `cvel` (same staleness): the linear velocity of the
+palm-centre point and the angular velocity of the palm body, world frame (the source reports its
+merged link-7 body's COM velocity instead; see docs/simtoolreal.md). Object velocity comes from the
+free joint's qvel (current): the linear velocity of the tool's centre of mass, as the source's
+rigid-body state reports it (v_com = v_origin + w x (R com), with each env's own COM offset, read
+from the model at each reset), and the angular velocity, both in the world frame.
 
 Observation (float32, clamped to ±obs_clip): see `POLICY_LAYOUT` / `CRITIC_LAYOUT`. Quaternions are
 xyzw as in the source. The object pose used for the policy's object terms and the object size are
 the true ones unless a wrapper fills the task's declared slots (`set_object_pose_source`,
 `set_object_scale_source`) to inject perception delay/noise and grasp-box scale noise. The critic's
-140-D part uses the true pose (and the observed scales, as in the source).
+policy terms use the true pose (and the observed scales, as in the source), in the source's
+stateList order.
 
 Hooks declared for the randomization wrappers (`mjvec.randomization.hooks`): `EnvHooks` (from
-`MjVecEnv`), `PolicyLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks` and `PushHooks` (pushes act
-on the object body, scaled by the tool's mass, only while the object is lifted).
+`MjVecEnv`), `PolicyLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
+on the object body, only while the object is lifted, scaled by the tool's own mass or by the
+paper run's reference mass) and `GoalSegmentHooks` (the step counter the source's delay queues
+refill on).
+
+Episode timing (the source's): the step counter `progress` counts control steps since the reset
+or the last success; truncation fires at the step where it reaches `max_episode_steps`.
+Success fires when the fixed-size keypoint distance has been within keypoint_scale x tolerance
+for `success_steps` consecutive control steps; the tolerance follows `ToleranceCurriculum`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -42,6 +51,9 @@ from mjvec.assets.tools import ToolCatalog
 from mjvec.envs import task_math as tm
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.config import SimToolRealConfig
+from mjvec.envs.curriculum import Reducer, ToleranceCurriculum
+from mjvec.envs.simtoolreal_hooks import SimToolRealHooks
+from mjvec.envs.simtoolreal_obs import SimToolRealObservations, observation_space
 from mjvec.envs.task_math import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.errors import ConfigError, allowed
 
@@ -52,7 +64,7 @@ REWARD_TERMS = ("approach", "lift", "lift_bonus", "keypoint", "success_bonus", "
 
 # VectorEnv is named again among the bases for libraries that recognise a Gymnasium env by the
 # module of its class's direct bases (skrl's wrap_env).
-class SimToolRealEnv(MjVecEnv, VectorEnv):
+class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, VectorEnv):
     """The SimToolReal task over any backend (see the module docstring).
 
     backend: a `Backend` whose scene's variant v is `scene_spec(v, tool_geometry, catalog)`.
@@ -62,8 +74,8 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
 
     Attributes: `policy_layout` / `critic_layout` ((name, width) blocks of the observations),
     `object_scales`, `object_mass`, `handle_dims`, `tool_ids` (per env, fixed), `lifted`,
-    `object_body_id`, `goal_pos` / `goal_quat` (wxyz), `targets` (PD targets), `tolerance`; the
-    wrapper hooks are listed in the module docstring.
+    `object_body_id`, `goal_pos` / `goal_quat` (wxyz), `targets` (PD targets), `tolerance`,
+    `curriculum`; the wrapper hooks are listed in the module docstring.
 
     info (every step, (N, ...) arrays): reward_terms (dict of weighted per-term rewards),
     success (a goal was reached this step), successes (count this episode), tolerance (the
@@ -106,7 +118,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         action_space = gym.spaces.Box(-1.0, 1.0, (tm.NUM_JOINTS,), np.float32)
         super().__init__(
             backend,
-            single_observation_space=_observation_space(obs_mode, cfg.obs_clip),
+            single_observation_space=observation_space(obs_mode, cfg.obs_clip),
             single_action_space=action_space,
             frame_skip=cfg.frame_skip,
             **base_kwargs,
@@ -116,6 +128,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self._site_xpos, self._xquat = views["site_xpos"], views["xquat"]
         if obs_mode == "asymmetric":
             self._cvel, self._subtree_com = views["cvel"], views["subtree_com"]
+            self._obj_com = np.zeros((self.num_envs, 3))  # object-frame COM offset, read at each reset
         self._slots.declare("object_pose")
         self._slots.declare("object_scales")
 
@@ -197,8 +210,8 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self.progress = np.zeros(n, np.int64)
         self.last_reward = np.zeros(n)
         cfg = self.cfg
-        self.curriculum = tm.ToleranceCurriculum(
-            cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
+        self.curriculum = ToleranceCurriculum(
+            n, cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
             cfg.curriculum_min_successes,
         )
 
@@ -221,46 +234,15 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         """The current success tolerance (before the keypoint-scale factor), shared by all envs."""
         return self.curriculum.tolerance
 
-    # ---- state readers and wrapper hooks ---------------------------------------------------
-    def true_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """(pos (N, 3), quat (N, 4) wxyz) of the object from qpos (current), copies."""
-        q = self.backend.qpos
-        return q[:, self._obj_qpos:self._obj_qpos + 3].copy(), q[:, self._obj_qpos + 3:self._obj_qpos + 7].copy()
+    def set_curriculum_reducer(self, reducer: Reducer) -> None:
+        """Make the tolerance curriculum global over processes (torchrun shards).
 
-    def set_object_pose_source(self, source: Callable[[], tuple[np.ndarray, np.ndarray]]) -> Callable[[], None]:
-        """The policy's object pose becomes `source()` ((N, 3), (N, 4) wxyz); returns the release.
-
-        One source at a time (a second raises ConfigError). The critic and the reward keep the true pose.
+        reducer(sum, count) -> (global sum, global count): an all-reduce (sum) of this process's
+        statistic over all processes, e.g. with torch.distributed (see examples/ppo.py). It is
+        called at the same control steps in every process, so all processes must step in lockstep.
+        Set it before the first step; raises ConfigError otherwise or if it is not callable.
         """
-        return self._slots.fill("object_pose", source)
-
-    def set_object_scale_source(self, source: Callable[[], np.ndarray]) -> Callable[[], None]:
-        """The observed grasp-box scales become `source()` ((N, 3)); returns the release (one at a time)."""
-        return self._slots.fill("object_scales", source)
-
-    def observed_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """The object pose the POLICY sees now: the slot's source, or the true pose."""
-        source = self._slots.get("object_pose")
-        return self.true_object_pose() if source is None else source()
-
-    def observed_object_scales(self) -> np.ndarray:
-        """(N, 3) grasp-box scales the policy sees (and obs keypoints use): the slot's source, or the true ones."""
-        source = self._slots.get("object_scales")
-        return self.object_scales if source is None else source()
-
-    @property
-    def push_body_id(self) -> int:
-        """The body random pushes act on: the object."""
-        return self.object_body_id
-
-    @property
-    def push_mass(self) -> np.ndarray:
-        """(N,) the pushed body's mass per env: the tool's catalog mass."""
-        return self.object_mass
-
-    def push_allowed(self) -> np.ndarray:
-        """(N,) bool: a push may start where the object is lifted."""
-        return self.lifted.copy()
+        self.curriculum.set_reducer(reducer)
 
     def _fingertip_pos(self) -> np.ndarray:
         """(N, 5, 3) fingertip points (one substep stale after a step)."""
@@ -278,6 +260,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         cfg = self.cfg
+        self.curriculum.begin_step()  # before the tolerance is used, as in the source
         obj_pos, obj_quat = self.true_object_pose()
         tip_dist = np.linalg.norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
         dist = tm.max_keypoint_distance(
@@ -296,18 +279,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
             self.near_goal_steps, dist, tolerance, keypoint_scale=cfg.keypoint_scale, success_steps=cfg.success_steps
         )
         success &= active
-        arm_pen, hand_pen = tm.joint_speed_penalties(
-            self.backend.qvel[:, self._jnt_dof], arm_weight=cfg.arm_speed_penalty, hand_weight=cfg.hand_speed_penalty
-        )
-        terms = {
-            "approach": cfg.approach_weight * approach,
-            "lift": cfg.lift_weight * lift,
-            "lift_bonus": cfg.lift_bonus * just_lifted,
-            "keypoint": cfg.keypoint_weight * progress_term,
-            "success_bonus": cfg.success_bonus * success,
-            "arm_speed": arm_pen,
-            "hand_speed": hand_pen,
-        }
+        terms = self._reward_terms(approach, lift, just_lifted, progress_term, success)
         reward = sum(terms.values())
         successes = self.successes + success
         progress = np.where(success, 0, self.progress + 1)
@@ -317,19 +289,16 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
             | (successes >= cfg.max_consecutive_successes)
         )
         truncated = (progress >= cfg.max_episode_steps) & ~terminated
-
-        # Commit the task state of the evaluated envs only.
-        for buf, new in (
+        self._commit(active, (
             (self.lifted, lifted), (self.closest_fingertip_dist, closest_tip),
             (self.closest_keypoint_dist, closest_kp), (self.near_goal_steps, near_steps), (self.successes, successes),
             (self.progress, progress), (self.last_reward, reward),
-        ):
-            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)))
+        ))
         new_goal = np.flatnonzero(success & ~terminated)
         if new_goal.size:
             self._next_goal(new_goal)
-        finished = active & (terminated | truncated)
-        self.curriculum.step(self.successes[finished])
+        finished = np.flatnonzero(active & (terminated | truncated))
+        self.curriculum.finish(finished, self.successes[finished])
         info = {
             "reward_terms": terms,
             "success": success,
@@ -340,6 +309,29 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
             "tool_id": np.asarray(self.tool_ids).copy(),
         }
         return reward, terminated, truncated, info
+
+    def _reward_terms(self, approach: np.ndarray, lift: np.ndarray, just_lifted: np.ndarray,
+                      progress_term: np.ndarray, success: np.ndarray) -> dict[str, np.ndarray]:
+        """The weighted per-term rewards (REWARD_TERMS) of this step."""
+        cfg = self.cfg
+        arm_pen, hand_pen = tm.joint_speed_penalties(
+            self.backend.qvel[:, self._jnt_dof], arm_weight=cfg.arm_speed_penalty, hand_weight=cfg.hand_speed_penalty
+        )
+        return {
+            "approach": cfg.approach_weight * approach,
+            "lift": cfg.lift_weight * lift,
+            "lift_bonus": cfg.lift_bonus * just_lifted,
+            "keypoint": cfg.keypoint_weight * progress_term,
+            "success_bonus": cfg.success_bonus * success,
+            "arm_speed": arm_pen,
+            "hand_speed": hand_pen,
+        }
+
+    @staticmethod
+    def _commit(active: np.ndarray, updates: tuple[tuple[np.ndarray, np.ndarray], ...]) -> None:
+        """Copy each new value into its task-state buffer for the evaluated (`active`) envs only."""
+        for buf, new in updates:
+            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)))
 
     def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
         """At reset: each env's tool id and the current success tolerance."""
@@ -397,76 +389,6 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self.successes[env_ids] = 0
         self.progress[env_ids] = 0
         self.last_reward[env_ids] = 0.0
-
-    # ---- observations ----------------------------------------------------------------------
-    def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
-        palm_pos = self._site_xpos[:, self._palm_site].copy()
-        scales = np.asarray(self.observed_object_scales(), np.float64)
-        policy = self._actor_obs(palm_pos, *self.observed_object_pose(), scales)
-        if self.obs_mode == "policy":
-            return policy
-        critic = np.empty((self.num_envs, layout_size(CRITIC_LAYOUT)), np.float32)
-        true_pos, true_quat = self.true_object_pose()
-        critic[:, :policy.shape[1]] = self._actor_obs(palm_pos, true_pos, true_quat, scales)
-        critic[:, policy.shape[1]:] = self._critic_extras(true_pos, true_quat)
-        np.clip(critic, -self.cfg.obs_clip, self.cfg.obs_clip, out=critic)
-        return {"policy": policy, "critic": critic}
-
-    def _actor_obs(self, palm_pos: np.ndarray, obj_pos: np.ndarray, obj_quat: np.ndarray,
-                   scales: np.ndarray) -> np.ndarray:
-        """(N, 140) float32 actor observation in POLICY_LAYOUT order, clamped."""
-        n, q, v = self.num_envs, self.backend.qpos, self.backend.qvel
-        offsets = tm.keypoint_offsets(scales * self.cfg.object_base_size, self.cfg.keypoint_scale)
-        kp_obj = tm.keypoint_positions(obj_pos, obj_quat, offsets)
-        kp_goal = tm.keypoints_from_rot(self._goal_pos, self._goal_rot, offsets)
-        blocks = (
-            np.clip(tm.unscale_from_limits(q[:, self._jnt_qpos], self.joint_lower, self.joint_upper), -1.0, 1.0),
-            v[:, self._jnt_dof],
-            self.targets,
-            palm_pos,
-            tm.wxyz_to_xyzw(self._xquat[:, self._palm_body]),
-            tm.wxyz_to_xyzw(obj_quat),
-            (self._fingertip_pos() - palm_pos[:, None]).reshape(n, -1),
-            (kp_obj - palm_pos[:, None]).reshape(n, -1),
-            (kp_obj - kp_goal).reshape(n, -1),
-            scales,
-        )
-        out = np.concatenate(blocks, axis=1).astype(np.float32)
-        np.clip(out, -self.cfg.obs_clip, self.cfg.obs_clip, out=out)
-        return out
-
-    def _critic_extras(self, obj_pos: np.ndarray, obj_quat: np.ndarray) -> np.ndarray:
-        """(N, 22) privileged critic terms after the 140 actor terms (CRITIC_LAYOUT order)."""
-        v = self.backend.qvel
-        ang = self._cvel[:, self._palm_body, :3]
-        lin_at_com = self._cvel[:, self._palm_body, 3:]
-        lever = self._site_xpos[:, self._palm_site] - self._subtree_com[:, self._palm_root]
-        palm_lin = lin_at_com + tm.cross(ang, lever)
-        obj_lin = v[:, self._obj_dof:self._obj_dof + 3]
-        obj_ang = tm.quat_rotate(obj_quat, v[:, self._obj_dof + 3:self._obj_dof + 6])
-        tip_dist = np.linalg.norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
-        closest_tip = np.where(self.closest_fingertip_dist < 0, tip_dist, self.closest_fingertip_dist)
-        closest_kp = self.closest_keypoint_dist
-        if (closest_kp < 0).any():
-            dist = tm.max_keypoint_distance(
-                tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
-            )
-            closest_kp = np.where(closest_kp < 0, dist, closest_kp)
-        return np.concatenate(
-            [
-                palm_lin, ang, obj_lin, obj_ang, closest_kp[:, None], closest_tip,
-                self.lifted[:, None].astype(np.float64),
-                np.log(self.progress / 10.0 + 1.0)[:, None],
-                np.log(self.successes + 1.0)[:, None],
-                0.01 * self.last_reward[:, None],
-            ],
-            axis=1,
-        )
-
-
-def _observation_space(obs_mode: str, clip: float) -> gym.Space:
-    policy = gym.spaces.Box(-clip, clip, (layout_size(POLICY_LAYOUT),), np.float32)
-    if obs_mode == "policy":
-        return policy
-    critic = gym.spaces.Box(-clip, clip, (layout_size(CRITIC_LAYOUT),), np.float32)
-    return gym.spaces.Dict({"policy": policy, "critic": critic})
+        if self.obs_mode == "asymmetric":  # after the lifecycle's reset event: a DR'd COM is in effect
+            ipos = self.backend.field_values("body_ipos", env_ids)
+            self._obj_com[env_ids] = ipos[:, self.object_body_id]

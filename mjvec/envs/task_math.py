@@ -1,7 +1,7 @@
 """Pure, vectorized numpy math of the SimToolReal task (reference/simtoolreal.md §1, §3).
 
-Everything here works on a leading batch axis (N envs) and holds no state except
-`ToleranceCurriculum`. Quaternions are wxyz (MuJoCo's order) unless a name says xyzw; the
+Everything here works on a leading batch axis (N envs) and holds no state (the stateful
+tolerance curriculum is `mjvec.envs.curriculum`). Quaternions are wxyz (MuJoCo's order) unless a name says xyzw; the
 observation uses xyzw like the source (`wxyz_to_xyzw`).
 
 Distance "sentinels": the source marks "best distance so far" buffers as -1 when they must be
@@ -82,6 +82,16 @@ def wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
 
 def xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
     return q[..., [3, 0, 1, 2]]
+
+
+def object_com_velocity(v_origin: np.ndarray, w_world: np.ndarray, quat: np.ndarray, com: np.ndarray) -> np.ndarray:
+    """(N, 3) world linear velocity of a body's centre of mass: v_origin + w x (R com).
+
+    v_origin: (N, 3) world velocity of the body frame origin (a free joint's qvel[0:3]); w_world:
+    (N, 3) world angular velocity; quat: (N, 4) wxyz body orientation; com: (N, 3) or (3,) the COM
+    in the body frame (body_ipos).
+    """
+    return v_origin + cross(w_world, quat_rotate(quat, np.broadcast_to(com, v_origin.shape)))
 
 
 # ---- keypoints ----------------------------------------------------------------------------
@@ -227,45 +237,6 @@ def joint_speed_penalties(
     return -arm_weight * speed[:, :num_arm].sum(axis=-1), -hand_weight * speed[:, num_arm:].sum(axis=-1)
 
 
-# ---- tolerance curriculum -----------------------------------------------------------------
-class ToleranceCurriculum:
-    """The success-tolerance curriculum, shared by all envs of one process.
-
-    Call `step(finished_successes)` once per control step with the success counts of the
-    episodes that finished in that step. Once at least `interval` steps have passed since the
-    last decrement, if at least one episode finished since then and their mean success count
-    is >= `min_successes`, the tolerance is multiplied by `decay` (floored at `minimum`) and the
-    window restarts. (The source averages each env's most recent episode instead; with many
-    envs both estimate the same mean.)
-    """
-
-    def __init__(self, start: float, decay: float, minimum: float, interval: int, min_successes: float) -> None:
-        self.start = float(start)
-        self.decay = float(decay)
-        self.minimum = float(minimum)
-        self.interval = int(interval)
-        self.min_successes = float(min_successes)
-        self.tolerance = self.start
-        self.steps_since_update = 0
-        self.window_episodes = 0
-        self.window_successes = 0.0
-
-    def step(self, finished_successes: np.ndarray) -> bool:
-        """Advance one control step; returns True when the tolerance was decremented."""
-        self.steps_since_update += 1
-        self.window_episodes += int(finished_successes.size)
-        self.window_successes += float(np.sum(finished_successes))
-        if self.steps_since_update < self.interval or self.window_episodes == 0:
-            return False
-        if self.window_successes / self.window_episodes < self.min_successes:
-            return False
-        self.tolerance = max(self.tolerance * self.decay, self.minimum)
-        self.steps_since_update = 0
-        self.window_episodes = 0
-        self.window_successes = 0.0
-        return True
-
-
 # ---- goals --------------------------------------------------------------------------------
 def first_goal(
     u: np.ndarray, quat: np.ndarray, low: np.ndarray, high: np.ndarray, min_z: float
@@ -334,11 +305,27 @@ POLICY_LAYOUT: tuple[tuple[str, int], ...] = (
     ("keypoints_rel_goal", 3 * NUM_KEYPOINTS),
     ("object_scales", 3),
 )
-# The critic state: the clean actor terms, then the privileged ones (the source's stateList order).
+# The critic state, in the source's stateList order: the policy's terms (clean: true object pose,
+# no observation noise or delay) with the palm and object velocities interleaved, then the
+# privileged terms. Offsets (see `layout_slices`):
+#   joint_pos 0:29, joint_vel 29:58, prev_action_targets 58:87, palm_pos 87:90, palm_rot 90:94,
+#   palm_vel 94:100 (linear, angular), object_rot 100:104, object_vel 104:110 (linear at the COM,
+#   angular), fingertip_pos_rel_palm 110:125, keypoints_rel_palm 125:137, keypoints_rel_goal 137:149,
+#   object_scales 149:152, closest_keypoint_max_dist 152, closest_fingertip_dist 153:158,
+#   lifted_object 158, progress 159, successes 160, reward 161.
 CRITIC_LAYOUT: tuple[tuple[str, int], ...] = (
-    *POLICY_LAYOUT,
+    ("joint_pos", NUM_JOINTS),
+    ("joint_vel", NUM_JOINTS),
+    ("prev_action_targets", NUM_JOINTS),
+    ("palm_pos", 3),
+    ("palm_rot", 4),
     ("palm_vel", 6),
+    ("object_rot", 4),
     ("object_vel", 6),
+    ("fingertip_pos_rel_palm", 3 * NUM_FINGERTIPS),
+    ("keypoints_rel_palm", 3 * NUM_KEYPOINTS),
+    ("keypoints_rel_goal", 3 * NUM_KEYPOINTS),
+    ("object_scales", 3),
     ("closest_keypoint_max_dist", 1),
     ("closest_fingertip_dist", NUM_FINGERTIPS),
     ("lifted_object", 1),

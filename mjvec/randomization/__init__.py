@@ -2,16 +2,18 @@
 
 from mjvec.randomization.hooks import (
     EnvHooks,
+    GoalSegmentHooks,
     HookWrapper,
     ObjectPoseHooks,
     ObjectScaleHooks,
     ObsEvent,
     PolicyLayoutHooks,
     PushHooks,
+    PushReferenceMassHooks,
 )
 from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.model_dr import DomainRandomization, resolve_targets
-from mjvec.randomization.object_dr import ObjectPoseLatency, ObjectScaleNoise, RandomPushes
+from mjvec.randomization.object_dr import MASS_SCALES, ObjectPoseLatency, ObjectScaleNoise, RandomPushes
 from mjvec.randomization.perception import ActionDelay, ObservationDelay, ObservationNoise
 from mjvec.randomization.presets import PRESETS, apply_randomization, check_randomization, paper
 from mjvec.randomization.terms import (
@@ -27,6 +29,7 @@ from mjvec.randomization.terms import (
 __all__ = [
     "DISTRIBUTIONS",
     "KINDS",
+    "MASS_SCALES",
     "MODES",
     "OPERATIONS",
     "PRESETS",
@@ -34,6 +37,7 @@ __all__ = [
     "DomainRandomization",
     "EnvHooks",
     "EventTerm",
+    "GoalSegmentHooks",
     "HookWrapper",
     "ObjectPoseHooks",
     "ObjectPoseLatency",
@@ -44,6 +48,7 @@ __all__ = [
     "ObservationNoise",
     "PolicyLayoutHooks",
     "PushHooks",
+    "PushReferenceMassHooks",
     "RandomPushes",
     "StateInput",
     "apply_randomization",

@@ -11,6 +11,9 @@ and `HookWrapper.close()` calls them all.
 - `ObjectPoseHooks`: the true object pose and a slot for the pose the policy perceives.
 - `ObjectScaleHooks`: the true grasp-box scales and a slot for the perceived ones.
 - `PushHooks`: which body random pushes act on, its mass per env, and when pushes are allowed.
+- `PushReferenceMassHooks`: the one mass the source scales every env's push by.
+- `GoalSegmentHooks`: the per-env step counter of the current goal segment (the source's delay
+  queues refill when a segment starts: after a reset and after every success).
 
 This module sits below `mjvec.envs` (which implements these Protocols); it imports nothing from it.
 """
@@ -127,6 +130,23 @@ class PushHooks(Protocol):
     backend: Any
 
     def push_allowed(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PushReferenceMassHooks(Protocol):
+    """push_reference_mass: one mass (kg) for every env's push, the same in every shard (the source
+    scales every env's push by the object mass of its env 0)."""
+
+    push_reference_mass: float
+
+
+@runtime_checkable
+class GoalSegmentHooks(Protocol):
+    """goal_segment_steps(): (N,) int, control steps since each env's current goal segment began
+    (its reset or its last success): 0 after a reset and after the step that reached a goal, then
+    1, 2, ... as the env steps (the source's progress counter)."""
+
+    def goal_segment_steps(self) -> np.ndarray: ...
 
 
 def protocol_members(protocol: type) -> tuple[str, ...]:

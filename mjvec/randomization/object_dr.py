@@ -14,27 +14,37 @@ import math
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.hooks import (
     EnvHooks,
     HookWrapper,
     ObjectPoseHooks,
     ObjectScaleHooks,
     PushHooks,
+    PushReferenceMassHooks,
     require_hooks,
 )
 from mjvec.randomization.inputs import StateInput
-from mjvec.randomization.perception import _check_delay, _DelayQueue, _ResetMarks
+from mjvec.randomization.perception import (
+    _check_delay,
+    _DelayQueue,
+    _ResetMarks,
+    _segment_hooks,
+    _with_segment_starts,
+)
+
+MASS_SCALES = ("reference", "per_env")
 
 
-def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) -> np.ndarray:
-    """(K, 4) wxyz: the rotation by angle 2 * half (K,) about unnormalized axis (K, 3), times quat (K, 4).
+def _rotate_by_axis_angle(quat: np.ndarray, axis: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """(K, 4) wxyz: quat (K, 4) times the rotation by angle 2 * half (K,) about unnormalized axis (K, 3).
 
-    The Hamilton product (cos h, sin h * n) * q with n = axis / |axis|, written out on columns.
+    The Hamilton product q * (cos h, sin h * n) with n = axis / |axis|, written out on columns: the
+    delta rotation acts in the object's own frame, as the source's quat_matrix @ delta_matrix.
     """
     s = np.sin(half) / np.maximum(np.sqrt(np.einsum("ij,ij->i", axis, axis)), 1e-12)
-    aw, ax, ay, az = np.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
-    bw, bx, by, bz = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    bw, bx, by, bz = np.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
+    aw, ax, ay, az = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
     out = np.empty_like(quat)
     out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
     out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
@@ -45,18 +55,24 @@ def _rotate_by_axis_angle(axis: np.ndarray, half: np.ndarray, quat: np.ndarray) 
 
 class ObjectPoseLatency(HookWrapper, VectorWrapper):
     """The policy sees the object pose from 0..max_delay control steps ago (random per env per
-    step), plus N(0, pos_std) position noise and a rotation of U(-rot_deg, rot_deg) about a
-    uniformly random axis. The critic and the reward keep the true pose.
+    step), plus N(0, pos_std) position noise and a rotation of U(-rot_deg, rot_deg) about an axis
+    drawn from the positive octant (U(0, 1)^3, normalised; the source's quirk, as for its goal
+    deltas), applied in the object's own frame. The critic and the reward keep the true pose.
 
     Needs `EnvHooks` and `ObjectPoseHooks`. Each control step (the lifecycle's interval event)
     pushes the true pose and draws one age and one noise sample per env; an env's reset refills
     its queue with its initial pose and draws a fresh noise sample for it alone, on the streams'
-    "/reset" twins.
+    "/reset" twins. refill_on_goal=True (needs `GoalSegmentHooks`): the queue of an env whose goal
+    segment starts with this step (its segment counter is still 0 before this step's evaluation:
+    it was just reset or reached a goal last step) is refilled with this step's pose, as the
+    source's queue refills whenever its progress counter is 1 (after every success too).
     """
 
-    def __init__(self, env: VectorEnv, max_delay: int = 9, pos_std: float = 0.01, rot_deg: float = 5.0) -> None:
+    def __init__(self, env: VectorEnv, max_delay: int = 9, pos_std: float = 0.01, rot_deg: float = 5.0,
+                 refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, ObjectPoseHooks, who="ObjectPoseLatency")
+        self._segments = _segment_hooks(env, refill_on_goal, "ObjectPoseLatency")
         _check_delay("ObjectPoseLatency", max_delay)
         for name, value in (("pos_std", pos_std), ("rot_deg", rot_deg)):
             if not (math.isfinite(value) and value >= 0):
@@ -73,16 +89,16 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
 
     def _sample(self, pose: np.ndarray, ids: np.ndarray, suffix: str = "") -> tuple[np.ndarray, np.ndarray]:
         rng = self._base.rng
-        # One draw of 6 normals: 3 for the position noise, 3 for a uniformly random axis.
-        z = rng.normal(ids, "dr/pose_noise" + suffix, (6,))
-        pos = pose[:, :3] + self._pos_std * z[:, :3]
+        pos = pose[:, :3] + self._pos_std * rng.normal(ids, "dr/pose_noise" + suffix, (3,))
+        axis = rng.uniform(ids, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,))
         half = rng.uniform(ids, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
-        return pos, _rotate_by_axis_angle(z[:, 3:], half, pose[:, 3:])
+        return pos, _rotate_by_axis_angle(pose[:, 3:], axis, half)
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
         pos, quat = self._base.true_object_pose()
-        self._queue.push(np.concatenate([pos, quat], axis=1), self._marks.take())
+        refill = _with_segment_starts(self._marks.take(), self._segments, 0)
+        self._queue.push(np.concatenate([pos, quat], axis=1), refill)
         ages = self._base.rng.integers(self._ids, "dr/pose_delay", 0, self._max + 1)
         self._observed = self._sample(self._queue.read(ages), self._ids)
 
@@ -125,46 +141,79 @@ class ObjectScaleNoise(HookWrapper, VectorWrapper):
 
 
 class RandomPushes(HookWrapper, VectorWrapper):
-    """One-control-step random force/torque pushes on the task's push body through the backend's
-    declared ``xfrc_applied`` input (`mjvec.randomization.inputs.StateInput`).
+    """One-control-step random force and torque pushes on the task's push body through the backend's
+    declared ``xfrc_applied`` input (`mjvec.randomization.inputs.StateInput`), as the source's.
 
-    Needs `EnvHooks` and `PushHooks`. Each env draws a push probability p ~ log-uniform(prob_range)
-    at every reset of that env; each step, with probability p and only where the task allows a push
-    (``push_allowed()``, e.g. the object is lifted), the next control step gets a force
-    N(0, 1)^3 x mass x force_scale and a torque N(0, 1)^3 x mass x torque_scale. The push draw is
-    made every step for every env; force and torque draws only for the pushed envs.
-    `pushed` is the (N,) mask of the latest step's pushes.
+    Needs `EnvHooks` and `PushHooks`. Force and torque are independent: at every reset of an env it
+    draws a force probability and a torque probability, each log-uniform in prob_range; each step,
+    for each of the two separately, an env is pushed with its probability and only where the task
+    allows a push (``push_allowed()``, e.g. the object is lifted), for the next control step:
+    force N(0, 1)^3 x mass x force_scale, torque N(0, 1)^3 x mass x torque_scale.
+
+    mass_scale: what "mass" is.
+      "reference" (default, the paper's run): ONE mass for every env, the task's
+        ``push_reference_mass`` (needs `PushReferenceMassHooks`). The source scales every env's push
+        by the object mass of its env 0; for SimToolReal that is the paper run's env-0 tool, so
+        every env gets the same force scale, whatever its tool, shard or env_id_offset.
+      "per_env": each env's own pushed-body mass, ``push_mass`` (the Isaac Lab port's choice;
+        heavy tools are pushed proportionally harder).
+
+    Streams: ``dr/push_force_prob`` and ``dr/push_torque_prob`` per reset (reset envs only);
+    ``dr/push_force_draw`` and ``dr/push_torque_draw`` every step for every env; ``dr/push_force``
+    and ``dr/push_torque`` normals only for the envs pushed. `force_pushed` / `torque_pushed` are
+    the (N,) masks of the latest step's pushes and `pushed` their union.
     """
 
     def __init__(self, env: VectorEnv, prob_range: tuple[float, float] = (0.001, 0.1), force_scale: float = 20.0,
-                 torque_scale: float = 2.0) -> None:
+                 torque_scale: float = 2.0, mass_scale: str = "reference") -> None:
         super().__init__(env)
-        base = require_hooks(env, EnvHooks, PushHooks, who="RandomPushes")
+        if mass_scale not in MASS_SCALES:
+            raise ConfigError(f"RandomPushes: mass_scale={mass_scale!r} is not allowed; allowed are "
+                              f"{allowed(MASS_SCALES)}")
+        needs = (EnvHooks, PushHooks, PushReferenceMassHooks) if mass_scale == "reference" else (EnvHooks, PushHooks)
+        base = require_hooks(env, *needs, who=f"RandomPushes(mass_scale={mass_scale!r})")
         lo, hi = prob_range
         if not (0 < lo <= hi <= 1):
             raise ConfigError(f"RandomPushes: prob_range must satisfy 0 < low <= high <= 1, got {prob_range}")
+        for name, value in (("force_scale", force_scale), ("torque_scale", torque_scale)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"RandomPushes: {name} must be finite and >= 0, got {value}")
         self._base, self._log_range = base, (math.log(lo), math.log(hi))
-        self._scales = (force_scale, torque_scale)
+        self._scales = (float(force_scale), float(torque_scale))
+        self.mass_scale = mass_scale
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
         self._body = np.array([int(base.push_body_id)], np.int64)
-        self._prob = np.zeros(base.num_envs)
+        self._prob = np.zeros((2, base.num_envs))  # force, torque
         self._ids = np.arange(base.num_envs)
         self._wrench = np.zeros((base.num_envs, 1, 6))
+        self.force_pushed = np.zeros(base.num_envs, bool)
+        self.torque_pushed = np.zeros(base.num_envs, bool)
         self.pushed = np.zeros(base.num_envs, bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
                        lambda: base.lifecycle.subscribe("interval", self._on_step))
 
+    def _mass(self, ids: np.ndarray) -> np.ndarray | float:
+        if self.mass_scale == "reference":
+            return float(self._base.push_reference_mass)
+        return np.asarray(self._base.push_mass)[ids, None]
+
     def _on_reset(self, env_ids: np.ndarray) -> None:
-        self._prob[env_ids] = np.exp(self._base.rng.uniform(env_ids, "dr/push_prob", *self._log_range))
+        rng = self._base.rng
+        for row, kind in enumerate(("force", "torque")):
+            self._prob[row, env_ids] = np.exp(rng.uniform(env_ids, f"dr/push_{kind}_prob", *self._log_range))
 
     def _on_step(self, dt: float) -> None:
         base = self._base
-        u = base.rng.uniform(self._ids, "dr/push_draw")
-        self.pushed = (u < self._prob) & np.asarray(base.push_allowed(), bool)
+        allowed_now = np.asarray(base.push_allowed(), bool)
         self._wrench[:] = 0.0
-        ids = np.flatnonzero(self.pushed)
-        if ids.size:
-            mass = np.asarray(base.push_mass)[ids, None]
-            self._wrench[ids, 0, :3] = base.rng.normal(ids, "dr/push_force", (3,)) * mass * self._scales[0]
-            self._wrench[ids, 0, 3:] = base.rng.normal(ids, "dr/push_torque", (3,)) * mass * self._scales[1]
+        masks = []
+        for row, kind in enumerate(("force", "torque")):
+            pushed = (base.rng.uniform(self._ids, f"dr/push_{kind}_draw") < self._prob[row]) & allowed_now
+            ids = np.flatnonzero(pushed)
+            if ids.size:
+                draw = base.rng.normal(ids, f"dr/push_{kind}", (3,))
+                self._wrench[ids, 0, 3 * row:3 * row + 3] = draw * self._mass(ids) * self._scales[row]
+            masks.append(pushed)
+        self.force_pushed, self.torque_pushed = masks
+        self.pushed = self.force_pushed | self.torque_pushed
         self._input.write(None, self._body, self._wrench)

@@ -12,7 +12,10 @@ exactly once per step whether or not it was autoreset. SAME_STEP's ``final_obs``
 as by ``reset(options={"reset_mask": done})``.
 
 Delay queues are refilled with the first value of a new episode, so nothing of an old episode is
-ever delivered in a new one.
+ever delivered in a new one. With ``refill_on_goal=True`` (the paper preset) they are also refilled
+when a new goal segment starts, as the source's are: its queues refill whenever its progress
+counter is 1, and that counter restarts at every success as well as at every reset. The task
+declares the counter through `GoalSegmentHooks`.
 """
 
 from __future__ import annotations
@@ -25,12 +28,33 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.errors import ConfigError, allowed
-from mjvec.randomization.hooks import EnvHooks, HookWrapper, ObsEvent, PolicyLayoutHooks, require_hooks
+from mjvec.randomization.hooks import (
+    EnvHooks,
+    GoalSegmentHooks,
+    HookWrapper,
+    ObsEvent,
+    PolicyLayoutHooks,
+    require_hooks,
+)
 
 
 def _check_delay(who: str, max_delay: object) -> None:
     if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
         raise ConfigError(f"{who}: max_delay must be an int >= 0, got {max_delay!r}")
+
+
+def _segment_hooks(env: VectorEnv, refill_on_goal: object, who: str) -> Any:
+    """The unwrapped env when refill_on_goal is True (checked for `GoalSegmentHooks`), else None."""
+    if not isinstance(refill_on_goal, bool):
+        raise ConfigError(f"{who}: refill_on_goal must be a bool, got {refill_on_goal!r}")
+    return require_hooks(env, GoalSegmentHooks, who=f"{who}(refill_on_goal=True)") if refill_on_goal else None
+
+
+def _with_segment_starts(ids: np.ndarray, segments: Any, steps_since_start: int) -> np.ndarray:
+    """`ids` plus the envs whose goal-segment counter equals `steps_since_start` (sorted, unique)."""
+    if segments is None:
+        return ids
+    return np.union1d(ids, np.flatnonzero(segments.goal_segment_steps() == steps_since_start)).astype(np.int64)
 
 
 def _policy(obs: Any) -> np.ndarray:
@@ -138,12 +162,16 @@ class ObservationDelay(HookWrapper, VectorWrapper):
 
     Needs `EnvHooks`. Each step draws one age per env on ``dr/obs_delay``; a reset draws nothing
     and delivers the fresh observation (the reset envs' queues are refilled with it).
+    refill_on_goal=True (needs `GoalSegmentHooks`): a step whose evaluation is the first of a goal
+    segment (counter 1: the step after a reset or after a success) also refills that env's queue
+    with its fresh observation, as in the source.
     """
 
-    def __init__(self, env: VectorEnv, max_delay: int = 2) -> None:
+    def __init__(self, env: VectorEnv, max_delay: int = 2, refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, who="ObservationDelay")
         _check_delay("ObservationDelay", max_delay)
+        self._segments = _segment_hooks(env, refill_on_goal, "ObservationDelay")
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
         self._ids = np.arange(base.num_envs)
@@ -154,7 +182,7 @@ class ObservationDelay(HookWrapper, VectorWrapper):
         if not event.stepped:
             self._queue.refill(fresh, event.reset_ids)
             return obs
-        self._queue.push(fresh, event.reset_ids)
+        self._queue.push(fresh, _with_segment_starts(event.reset_ids, self._segments, 1))
         ages = self._base.rng.integers(self._ids, "dr/obs_delay", 0, self._max + 1)
         return _with_policy(obs, self._queue.read(ages))
 
@@ -163,13 +191,16 @@ class ActionDelay(HookWrapper, VectorWrapper):
     """Apply the action from 0..max_delay control steps ago (random per env per step).
 
     Needs `EnvHooks`. Each step that runs draws one age per env on ``dr/action_delay``; an env's
-    queue is refilled with the first action after its reset.
+    queue is refilled with the first action after its reset. refill_on_goal=True (needs
+    `GoalSegmentHooks`): also with the action of the step after a goal segment's first step
+    (counter 1 when the action arrives), where the source's action queue refills.
     """
 
-    def __init__(self, env: VectorEnv, max_delay: int = 2) -> None:
+    def __init__(self, env: VectorEnv, max_delay: int = 2, refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, who="ActionDelay")
         _check_delay("ActionDelay", max_delay)
+        self._segments = _segment_hooks(env, refill_on_goal, "ActionDelay")
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
         self._marks = _ResetMarks(base.num_envs)
@@ -178,6 +209,6 @@ class ActionDelay(HookWrapper, VectorWrapper):
                        lambda: base.add_action_transform(self._transform))
 
     def _transform(self, actions: np.ndarray) -> np.ndarray:
-        self._queue.push(actions, self._marks.take())
+        self._queue.push(actions, _with_segment_starts(self._marks.take(), self._segments, 1))
         ages = self._base.rng.integers(self._ids, "dr/action_delay", 0, self._max + 1)
         return self._queue.read(ages)
