@@ -21,11 +21,11 @@ import pytest
 import torch
 import warp as wp
 
-from mjvec.backends import _warp_build as warp_build
 from mjvec.backends import warp as warp_module
 from mjvec.backends.base import Backend, FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.backends.warp import WarpBackend
+from mjvec.backends.warp import build as warp_build
 from mjvec.errors import CapabilityError, ClosedError, ConfigError, FieldWriteError, InstallError
 from tests.scenes import Oracle, make_scene
 
@@ -270,17 +270,37 @@ def _mocap_scene(v: int) -> mujoco.MjSpec:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_reset_keeps_pending_mocap_writes_only(kind: str) -> None:
-    be = _backend(kind, 1, 3, make=_mocap_scene)
-    mocap = be.bind("mocap_pos")
+def test_reset_returns_inputs_and_mocap_to_the_model_defaults(kind: str) -> None:
+    """reset = mj_resetData (ctrl, xfrc_applied, mocap poses back to the model's), then qpos/qvel,
+    then forward: written-but-not-stepped inputs of a reset env do not survive; other envs keep theirs."""
+    be = _backend(kind, 3, 3, make=_mocap_scene)
+    mocap, xpos = be.bind("mocap_pos"), be.bind("xpos")
     zero = (np.zeros((1, be.model.nq)) + be.model.qpos0, np.zeros((1, be.model.nv)))
     _put(mocap, np.full((3, 1, 3), 5.0))
-    be.step(1)  # applied: no longer pending
+    be.step(1)  # applied
     be.reset(np.array([2]), *zero)
     np.testing.assert_allclose(_np(mocap)[:, 0], [[5, 5, 5], [5, 5, 5], [0.1, 0.2, 0.3]], rtol=1e-7)
-    _put(mocap, np.full((3, 1, 3), 7.0))  # pending at the reset: survives it
+    _put(mocap, np.full((3, 1, 3), 7.0))  # pending at the reset of env 1: discarded there only
+    _put(be.ctrl, np.full((3, 2), 0.5))
+    xfrc = np.zeros((3, be.model.nbody, 6))
+    xfrc[:, 3, 2] = 1.0
+    _put(be.xfrc_applied, xfrc)
     be.reset(np.array([1]), *zero)
-    np.testing.assert_allclose(_np(mocap)[:, 0], np.full((3, 3), 7.0))
+    np.testing.assert_allclose(_np(mocap)[:, 0], [[7, 7, 7], [0.1, 0.2, 0.3], [7, 7, 7]], rtol=1e-7)
+    np.testing.assert_array_equal(_np(be.ctrl), [[0.5, 0.5], [0, 0], [0.5, 0.5]])
+    np.testing.assert_array_equal(_np(be.xfrc_applied)[:, 3, 2], [1, 0, 1])
+    # The oracle: the same calls on MuJoCo C (mj_resetData, then the state, then mj_forward).
+    c = Oracle(be.variant_of_env, make=_mocap_scene)
+    for d in c.datas:
+        d.mocap_pos[:] = 5.0
+    c.step(np.zeros((3, 2)), 1)
+    for d in c.datas:
+        d.mocap_pos[:] = 7.0
+    c.reset(2, *(z[0] for z in zero))
+    c.reset(1, *(z[0] for z in zero))
+    c.datas[2].mocap_pos[:] = 7.0
+    tol = 0 if kind == "cpu" else 1e-6
+    np.testing.assert_allclose(_np(xpos), np.stack([d.xpos for d in c.datas]), rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -503,11 +523,14 @@ def test_masked_reset_leaves_other_worlds_untouched(num_variants: int) -> None:
     for got, want in ((a.qpos, b.qpos), (a.qvel, b.qvel), (xa, xb)):  # bit-identical, xpos still stale
         np.testing.assert_array_equal(_np(got)[others], _np(want)[others])
     np.testing.assert_allclose(_np(a.qpos)[4], qpos[0], rtol=0, atol=1e-7)
-    counts_a, counts_b = _contacts_per_env(a), _contacts_per_env(b)
+    counts_a = _contacts_per_env(a)
     c = Oracle(a.variant_of_env[[4]], make=make)
     c.reset(0, qpos[0], qvel[0])
     assert counts_a[4] == c.datas[0].ncon > 0  # contacts of the reset world are back (mujoco#3572)
-    np.testing.assert_array_equal(counts_a[others], counts_b[others])
+    # The pooled contact buffer is not a bound output: after the group's forward it describes every
+    # world's current qpos, i.e. what a forward of the untouched twin finds.
+    b.forward()
+    np.testing.assert_array_equal(counts_a[others], _contacts_per_env(b)[others])
     step_both(10)
     np.testing.assert_array_equal(_np(a.qpos)[others], _np(b.qpos)[others])
 
@@ -556,8 +579,7 @@ def test_capabilities_and_zero_copy_views() -> None:
     caps = be.capabilities
     assert (caps.backend, caps.array_namespace, caps.device, caps.exact_variants) == ("warp", "torch", "cpu", False)
     cpu_fields = _backend("cpu", 1, 2).capabilities.fields
-    # The same table, minus the geometry writes Warp does not implement yet (declared differences).
-    assert set(caps.fields) == set(cpu_fields) - {"geom_size", "geom_pos"}
+    assert set(caps.fields) == set(cpu_fields)  # one table of writable fields for both backends
     assert all(spec.dtype == np.float32 for spec in caps.fields.values())
     _, d, _ = be.group_handles[0]
     assert be.qpos.data_ptr() == wp.to_torch(d.qpos).data_ptr()  # one group: live Data views
@@ -606,12 +628,12 @@ def _variant_with(change: str):
         s = make_scene(v)
         if change == "timestep":
             s.option.timestep = 0.005 * (v + 1)
-        elif change == "damping" and v == 1:
-            s.joint("j1").damping = np.array([2.0, 0.0, 0.0])  # shared parameter, differs within a topology
+        elif change == "kp" and v == 1:
+            s.actuator("a_j1").set_to_position(kp=30.0, kv=1.0)  # mujoco_warp derives per-Model flags from it
         elif change == "body" and v == 1:
             s.worldbody.add_body(name="extra", pos=[1, 1, 1]).add_geom(name="extra_geom", size=[0.01, 0, 0])
-        elif change == "noslip":
-            s.option.noslip_iterations = 2
+        elif change == "fwdinv":
+            s.option.enableflags |= int(mujoco.mjtEnableBit.mjENBL_FWDINV)
         return s
 
     return make
@@ -621,9 +643,9 @@ def _variant_with(change: str):
     ("change", "num_variants", "match"),
     [
         ("timestep", 2, "share one timestep"),
-        ("damping", 5, "changes shared field dof_damping"),
-        ("body", 2, "topology groups differ in nbody"),
-        ("noslip", 1, "does not support"),
+        ("kp", 5, r"differ in \['actuator_biasprm', 'actuator_gainprm'\], from which mujoco_warp derives flags"),
+        ("body", 2, "variant groups differ in nbody"),
+        ("fwdinv", 1, "mjENBL_FWDINV is unsupported"),
     ],
 )
 def test_scenes_warp_cannot_batch_are_refused(change: str, num_variants: int, match: str) -> None:
@@ -672,7 +694,8 @@ def test_check_writes_validates_like_write_fields_and_writes_nothing() -> None:
     before = be.field_values("body_mass").copy()
     with pytest.raises(FieldWriteError, match="duplicates"):
         be.check_writes([FieldWrite("body_mass", np.array([1, 1]), np.array([3]), np.ones((2, 1)))])
-    with pytest.raises(CapabilityError, match="'geom_size' is not writable on the 'warp' backend"):
-        be.check_writes([FieldWrite("geom_size", np.array([0]), np.array([0]), np.ones((1, 1, 3)))])
+    with pytest.raises(FieldWriteError, match="must be positive"):
+        be.check_writes([FieldWrite("geom_size", np.array([0]), np.array([be.model.geom("table").id]),
+                                    -np.ones((1, 1, 3)))])
     be.check_writes([FieldWrite("body_mass", np.array([0, 2]), np.array([3]), np.full((2, 1), 2.0))])
     np.testing.assert_array_equal(be.field_values("body_mass"), before)
