@@ -123,15 +123,15 @@ class GeometryWrites:
         statics: dict[int, set[int]] = {}
         for name, g, rows, index in moved:
             group = self._groups[g]
-            index_t = torch.as_tensor(index)
-            rows_t = torch.as_tensor(rows)
+            device = model_view(group, "geom_size").device
+            index_t, rows_t = torch.as_tensor(index, device=device), torch.as_tensor(rows, device=device)
             if name == "geom_size":
                 size = model_view(group, "geom_size")[rows_t[:, None], index_t[None, :]].cpu().numpy()
                 rbound, aabb = G.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
                 for field, value in (("geom_rbound", rbound), ("geom_aabb", aabb)):
                     target = model_view(group, field)
-                    target[rows_t[:, None], index_t[None, :]] = torch.as_tensor(value, dtype=target.dtype).to(
-                        target.device)
+                    value_t = torch.as_tensor(value, dtype=target.dtype, device=device)
+                    target[rows_t[:, None], index_t[None, :]] = value_t
                 continue
             static = self._statics[g]
             hit = np.isin(index, static.geoms) if name == "geom_pos" else np.isin(index, static.bodies)
@@ -146,7 +146,8 @@ class GeometryWrites:
         group, out = self._groups[g], {}
         for name in ("body_pos", "body_quat", "geom_pos", "geom_quat"):
             if name in group.per_world:
-                out[name] = model_view(group, name)[torch.as_tensor(rows)].cpu().numpy().astype(np.float64)
+                view = model_view(group, name)
+                out[name] = view[torch.as_tensor(rows, device=view.device)].cpu().numpy().astype(np.float64)
             else:
                 out[name] = np.repeat(getattr(group.template, name)[None], rows.size, axis=0)
         return out

@@ -231,6 +231,13 @@ class StateViews:
                 "(contact and efc arrays are pooled over worlds and cannot be bound)"
             )
         group_views = [self._group_view(rt, name) for rt in self.runtimes]
+        tails = {tuple(v.shape[1:]) for v in group_views}
+        if len(tails) > 1:
+            raise ConfigError(
+                f"MjData field {name!r} has a different shape in each variant group ({sorted(tails)}): its size "
+                "depends on the variant (geoms, constraints), so it has no (num_envs, ...) view; bind a field "
+                "sized by bodies, joints, dofs, actuators or sites"
+            )
         if self.direct:
             view = group_views[0]
         else:
