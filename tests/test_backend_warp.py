@@ -9,6 +9,8 @@ bit-exactly with MuJoCo C, the Warp one with `WarpOracle`.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +28,14 @@ from mjvec.backends.base import Backend, FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.backends.warp import WarpBackend
 from mjvec.backends.warp import build as warp_build
-from mjvec.errors import CapabilityError, ClosedError, ConfigError, FieldWriteError, InstallError
+from mjvec.errors import (
+    CapabilityError,
+    ClosedError,
+    ConfigError,
+    FieldWriteError,
+    ForkedProcessError,
+    InstallError,
+)
 from tests.scenes import Oracle, make_scene
 
 KINDS = ("cpu", "warp")
@@ -301,6 +310,28 @@ def test_reset_returns_inputs_and_mocap_to_the_model_defaults(kind: str) -> None
     c.datas[2].mocap_pos[:] = 7.0
     tol = 0 if kind == "cpu" else 1e-6
     np.testing.assert_allclose(_np(xpos), np.stack([d.xpos for d in c.datas]), rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_forked_child_is_refused_and_the_parent_keeps_working(kind: str) -> None:
+    """Engine threads and device contexts do not survive os.fork(): the child gets ForkedProcessError
+    (not a hang, not a crash); the parent's backend is unaffected."""
+    be = _backend(kind, 1, 2)
+    be.step(1)
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code, never return into pytest
+        signal.alarm(20)  # a hang would be killed by SIGALRM (exit code -14)
+        try:
+            be.step(1)
+            code = 1
+        except ForkedProcessError as error:
+            code = 0 if "os.fork()" in str(error) and "spawn" in str(error) else 2
+        except BaseException:  # any other outcome is a failure, reported by its code
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not be.step(1).any()
 
 
 @pytest.mark.parametrize("kind", KINDS)
