@@ -660,8 +660,8 @@ def _variant_with(change: str):
         s = make_scene(v)
         if change == "timestep":
             s.option.timestep = 0.005 * (v + 1)
-        elif change == "kp" and v == 1:
-            s.actuator("a_j1").set_to_position(kp=30.0, kv=1.0)  # mujoco_warp derives per-Model flags from it
+        elif change == "density" and v == 1:
+            s.option.density = 1.2  # mujoco_warp decides once per Model whether fluid forces run
         elif change == "body" and v == 1:
             s.worldbody.add_body(name="extra", pos=[1, 1, 1]).add_geom(name="extra_geom", size=[0.01, 0, 0])
         elif change == "fwdinv":
@@ -675,7 +675,7 @@ def _variant_with(change: str):
     ("change", "num_variants", "match"),
     [
         ("timestep", 2, "share one timestep"),
-        ("kp", 5, r"differ in \['actuator_biasprm', 'actuator_gainprm'\], from which mujoco_warp derives flags"),
+        ("density", 5, r"differ in \['opt.density'\], from which mujoco_warp derives flags"),
         ("body", 2, "variant groups differ in nbody"),
         ("fwdinv", 1, "mjENBL_FWDINV is unsupported"),
     ],

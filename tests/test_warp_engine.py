@@ -81,6 +81,56 @@ def test_per_env_claims_hold_for_the_installed_mujoco_warp() -> None:
     assert per_world_reads == set(B.BUILD_READS)
 
 
+# ---- per-env fields found by comparison, and the per-Model flags mujoco_warp derives ----------
+def _gains_vary(v: int) -> mujoco.MjSpec:
+    """make_scene(v) with per-variant position gains and joint damping (same topology per v % 3)."""
+    s = make_scene(v)
+    s.actuator("a_j1").set_to_position(kp=20.0 + 4.0 * v, kv=1.0)
+    s.joint("j2").damping = np.array([0.5 + 0.1 * v, 0.0, 0.0])
+    return s
+
+
+def test_variants_differing_in_gains_and_damping_share_a_group_and_step_like_alone() -> None:
+    be = WarpBackend(Scene(6, _gains_vary, 6), device="cpu", progress=False)
+    assert be.num_groups == 3  # split by geom types only
+    assert {"actuator_gainprm", "actuator_biasprm", "dof_damping"} <= set(be._groups[0].plan.fields)
+    alone = WarpOracle(be.variant_of_env, make=_gains_vary).start()
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        ctrl = rng.uniform(-1, 1, (6, 2))
+        _put(be.ctrl, ctrl)
+        be.step(2)
+        alone.step(ctrl, 2)
+    np.testing.assert_allclose(_np(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
+
+
+def _affine_motors(v: int) -> mujoco.MjSpec:
+    """make_scene(v) with affine-gain motors whose velocity/length gain terms are zero."""
+    s = make_scene(v)
+    for name in ("a_j1", "a_j2"):
+        act = s.actuator(name)
+        act.gaintype, act.biastype = mujoco.mjtGain.mjGAIN_AFFINE, mujoco.mjtBias.mjBIAS_NONE
+        act.gainprm = np.array([1.0] + [0.0] * 9)
+        act.biasprm = np.zeros(10)
+    return s
+
+
+def test_actuator_writes_needing_a_code_path_the_model_left_out_are_refused() -> None:
+    """mujoco_warp switches its coupled-actuator code on per Model, from the compiled gains: a
+    write giving an affine gain a velocity term where the compile had none is refused."""
+    be = WarpBackend(Scene(3, _affine_motors, 3), device="cpu", progress=False)
+    gain = be.defaults("actuator_gainprm")[[1]].copy()
+    gain[0, 0, 1] = 0.5
+    bad = FieldWrite("actuator_gainprm", np.array([1]), None, gain)
+    for call in (be.write_fields, be.check_writes):
+        with pytest.raises(FieldWriteError, match=r"actuator writes in envs \[1\] would need mujoco_warp's"):
+            call([bad])
+    np.testing.assert_array_equal(be.field_values("actuator_gainprm"), be.defaults("actuator_gainprm"))
+    gain[0, 0, 1], gain[0, 0, 0] = 0.0, 2.0  # the constant gain term needs no such path
+    be.write_fields([FieldWrite("actuator_gainprm", np.array([1]), None, gain)])
+    assert be.field_values("actuator_gainprm")[1, 0, 0] == 2.0
+
+
 # ---- geometry writes vs the scene compiled with that geometry -------------------------------
 def _pinned(v: int, *, handle_size: np.ndarray | None = None, table_dz: float = 0.0) -> mujoco.MjSpec:
     """Variant v with the handle's size and/or the table's height set; the tool's mass and inertia
@@ -185,6 +235,29 @@ def test_table_height_write_equals_the_scene_compiled_with_the_table_moved(dz: f
     np.testing.assert_array_equal(_static_pose(be, table), want)
     with pytest.raises(ConfigError, match="'geom_xpos' has a different shape in each variant group"):
         be.bind("geom_xpos")
+
+
+def _shelf(v: int, dz: float = 0.0) -> mujoco.MjSpec:
+    """make_scene(v) plus a static child body of the world carrying a box, raised by dz."""
+    s = make_scene(v)
+    shelf = s.worldbody.add_body(name="shelf", pos=[0.3, 0.3, 0.3 + dz], quat=[np.cos(0.2), 0, 0, np.sin(0.2)])
+    shelf.add_geom(name="shelf_box", type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.05, 0.05, 0.01], pos=[0.02, 0.0, 0.0])
+    return s
+
+
+def test_static_body_write_moves_its_geoms() -> None:
+    """A body_pos write on a static body moves its geoms in every written world (mujoco_warp would
+    keep their make_data poses), as in the scene compiled with the body moved, within float32."""
+    be = WarpBackend(Scene(3, _shelf, 3), device="cpu", progress=False)
+    body, geom = be.model.body("shelf").id, be.model.geom("shelf_box").id
+    pos = be.defaults("body_pos")[:, [body]].copy()
+    pos[[0, 2], 0, 2] += np.float32(0.05)
+    be.write_fields([FieldWrite("body_pos", np.array([0, 2]), np.array([body]), pos[[0, 2]])])
+    want = []
+    for v, dz in zip(be.variant_of_env, (0.05, 0.0, 0.05), strict=True):
+        oracle = WarpOracle(np.array([v]), make=lambda v, dz=dz: _shelf(v, dz)).start()
+        want.append(oracle.worlds[0][1].geom_xpos.numpy()[0, oracle.models[0].geom("shelf_box").id])
+    np.testing.assert_allclose(_static_pose(be, geom), want, rtol=0, atol=1e-7)  # float32 rounding of body_pos
 
 
 def test_bad_geometry_writes_are_refused_and_nothing_is_written() -> None:

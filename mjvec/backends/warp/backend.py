@@ -43,11 +43,12 @@ from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.backends.warp import build as B
 from mjvec.backends.warp.geometry import GEOMETRY_TRIGGERS, GeometryWrites, StaticGeoms
 from mjvec.backends.warp.views import GroupRuntime, StateViews
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, FieldWriteError
 
 log = logging.getLogger(__name__)
 
 _OVERFLOW = 2
+_ACTUATOR_FLAG_FIELDS = ("actuator_gainprm", "actuator_biasprm", "actuator_gear")
 
 
 class WarpBackend(GeometryWrites, SceneBackend):
@@ -174,7 +175,41 @@ class WarpBackend(GeometryWrites, SceneBackend):
         for write, ids, values in checked:
             if write.field == "geom_size":
                 self._check_sizes(write, ids, values)
+        if any(w.field in _ACTUATOR_FLAG_FIELDS for w, _, _ in checked):
+            self._check_actuator_flags(checked)
         return checked
+
+    def _check_actuator_flags(self, checked: list[tuple[FieldWrite, np.ndarray, np.ndarray]]) -> None:
+        """Actuator writes must not need a coupled-actuator code path mujoco_warp left out of the
+        group's Model (its flags come from the template once, see build.actuator_flags)."""
+        for g, group in enumerate(self._groups):
+            touched = np.unique(np.concatenate(
+                [rows for w, ids, _ in checked if w.field in _ACTUATOR_FLAG_FIELDS
+                 for gg, _, rows in self._routing.split(ids) if gg == g] or [np.zeros(0, np.int64)]))
+            if not touched.size:
+                continue
+            device = B.model_view(group, _ACTUATOR_FLAG_FIELDS[0]).device
+            new = {n: B.model_view(group, n)[torch.as_tensor(touched, device=device)].cpu().numpy().astype(np.float64)
+                   for n in _ACTUATOR_FLAG_FIELDS}
+            for write, ids, values in checked:
+                if write.field not in _ACTUATOR_FLAG_FIELDS:
+                    continue
+                for gg, pos, rows in self._routing.split(ids):
+                    if gg == g:
+                        at = np.searchsorted(touched, rows)
+                        if write.index is None:
+                            new[write.field][at] = values[pos]
+                        else:
+                            new[write.field][at[:, None], write.index[None, :]] = values[pos]
+            need = B.actuator_flags(group.template, *(new[n] for n in _ACTUATOR_FLAG_FIELDS))
+            bad = (need > B.template_actuator_flags(group.template)).any(axis=1)
+            if bad.any():
+                raise FieldWriteError(
+                    f"actuator writes in envs {group.env_ids[touched[bad]][:8].tolist()} would need mujoco_warp's "
+                    "coupled-actuator code (an affine gain/bias term, or a wrapped rotational actuator) that it "
+                    "switches on per Model from the compiled values, and this model's compile did not; write values "
+                    "that keep those terms zero, or compile the scene with them non-zero, or use backend='cpu'"
+                )
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()

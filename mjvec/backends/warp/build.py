@@ -6,9 +6,10 @@
 - 'opt.<name>' of every per-world `Option` field (MuJoCo's `opt.impratio` is mujoco_warp's
   `impratio_invsqrt`, 1/sqrt(impratio));
 - every MjModel array or option that mujoco_warp neither holds nor reads while building its
-  Model and Data (`bvh_aabb`, `dof_M0`, `dof_length`, `geom_sameframe`, ...): a difference there
-  cannot reach its kernels. The reads are listed in `BUILD_READS` / `READ_NOT_HELD`, taken from
-  mujoco-warp 4.0.0's `io.py` (tests/test_warp_engine.py rescans that source).
+  Model and Data (`bvh_aabb`, `dof_M0`, `geom_sameframe`, ...): a difference there cannot reach
+  its kernels; and `dof_length`, which only its sleep code reads (`READ_ONLY_WHEN`). The reads
+  are listed in `BUILD_READS` / `READ_NOT_HELD`, taken from mujoco-warp 4.0.0's `io.py`
+  (tests/test_warp_engine.py rescans that source).
 
 `build_model` turns a group's template into a mujoco_warp Model whose differing, writable and
 set_const-derived fields, and the geom bounds and poses, have one row per world BEFORE the first
@@ -33,7 +34,7 @@ from mujoco_warp._src import types as mjw_types
 from mujoco_warp._src.io import _default_nconmax, _default_njmax_nnz
 
 from mjvec.backends import fields as F
-from mjvec.backends.variants import VariantGroup, field_value, model_arrays, option_fields
+from mjvec.backends.variants import VariantGroup, model_arrays, option_fields
 from mjvec.errors import ConfigError, allowed
 
 
@@ -53,13 +54,16 @@ OPTION_NAMES = {name: name for name, spec in _OPTION_SPECS.items() if _batchable
 #   excepted: the backend sets those itself, see geometry.StaticGeoms);
 # "warning": a friction check that only warns; "sizing": njmax_nnz, sized for every dof/tendon here;
 # "fluid": which bodies get fluid forces, only with fluid options on;
+# "actuator": the Model flags has_efm_actuator / has_actuator_wrap, "this model may need that code
+#   path": every world's own values may need only what the template's flags switch on (checked
+#   for the variants and for every write, `actuator_flags`);
 # "flag": a flag or address derived once per Model: equal in every variant of a group (checked).
 BUILD_READS = {
     "qpos0": "state", "body_pos": "state", "body_quat": "state",
     "geom_friction": "warning", "pair_friction": "warning",
     "dof_frictionloss": "sizing", "tendon_frictionloss": "sizing",
     "body_mass": "fluid",
-    "actuator_gainprm": "flag", "actuator_biasprm": "flag", "actuator_gear": "flag",
+    "actuator_gainprm": "actuator", "actuator_biasprm": "actuator", "actuator_gear": "actuator",
     "actuator_damping": "flag", "actuator_dampingpoly": "flag", "tendon_damping": "flag",
     "tendon_dampingpoly": "flag", "tendon_stiffness": "flag", "tendon_stiffnesspoly": "flag",
     "eq_data": "flag", "jnt_axis": "flag", "opt.wind": "flag", "opt.density": "flag",
@@ -97,7 +101,6 @@ SET_CONST_OUTPUTS = {
 GEOM_BOUNDS = ("geom_aabb", "geom_rbound", "geom_size")
 # Geometry the backend keeps per world for broadphase and for geometry writes.
 GEOMETRY_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb")
-_MESH_TYPES = (int(mujoco.mjtGeom.mjGEOM_MESH), int(mujoco.mjtGeom.mjGEOM_SDF))
 
 
 @dataclass
@@ -136,6 +139,33 @@ def _has_fluid(model: mujoco.MjModel) -> bool:
     return bool(np.any(opt.wind) or opt.density > 0 or opt.viscosity > 0)
 
 
+def actuator_flags(model: mujoco.MjModel, gainprm: np.ndarray, biasprm: np.ndarray, gear: np.ndarray) -> np.ndarray:
+    """(K, 2) bool: put_model's has_efm_actuator and has_actuator_wrap for K worlds whose actuators
+    have these (K, nu, ...) parameters and `model`'s actuator types (mujoco-warp 4.0.0's io.py)."""
+    Gain, Bias, Dyn, Trn = mujoco.mjtGain, mujoco.mjtBias, mujoco.mjtDyn, mujoco.mjtTrn
+    gt, bt = model.actuator_gaintype[None], model.actuator_biastype[None]
+    special = [Gain.mjGAIN_MUSCLE, Gain.mjGAIN_DCMOTOR, Gain.mjGAIN_SO3]
+    efm = ((gt == Gain.mjGAIN_AFFINE) & ((gainprm[..., 1] != 0) | (gainprm[..., 2] != 0)))
+    efm |= (bt == Bias.mjBIAS_AFFINE) & ((biasprm[..., 1] != 0) | (biasprm[..., 2] != 0))
+    efm |= np.isin(gt, special) | np.isin(bt, [Bias.mjBIAS_MUSCLE, Bias.mjBIAS_DCMOTOR, Bias.mjBIAS_SO3])
+    trn, trnid = model.actuator_trntype[None], model.actuator_trnid
+    ball = np.isin(trn, [Trn.mjTRN_JOINT, Trn.mjTRN_JOINTINPARENT]) & (
+        model.jnt_type[np.maximum(trnid[:, 0], 0)] == mujoco.mjtJoint.mjJNT_BALL)[None]
+    ball &= (gear[..., :3] != 0).any(-1)
+    site = (trn == Trn.mjTRN_SITE) & (trnid[None, :, 1] >= 0) & (gear[..., :3] == 0).all(-1)
+    site &= (gear[..., 3:6] != 0).any(-1)
+    dyn = np.isin(model.actuator_dyntype, [Dyn.mjDYN_INTEGRATOR, Dyn.mjDYN_FILTER, Dyn.mjDYN_FILTEREXACT])[None]
+    wrap = dyn & (gt == Gain.mjGAIN_FIXED) & (bt == Bias.mjBIAS_AFFINE) & (gainprm[..., 0] == -biasprm[..., 1])
+    wrap &= ball | site
+    return np.stack([efm.any(-1), wrap.any(-1)], axis=-1)
+
+
+def template_actuator_flags(model: mujoco.MjModel) -> np.ndarray:
+    """(2,) the actuator flags mujoco_warp derived from `model` itself."""
+    return actuator_flags(model, model.actuator_gainprm[None], model.actuator_biasprm[None],
+                          model.actuator_gear[None])[0]
+
+
 def check_group(group: VariantGroup) -> None:
     """Refuse a group whose variants differ in a field mujoco_warp derives a per-Model flag from."""
     flags = sorted(n for n in group.fields if BUILD_READS.get(n) == "flag")
@@ -145,6 +175,11 @@ def check_group(group: VariantGroup) -> None:
         heavy = group.fields["body_mass"] >= mujoco.mjMINVAL
         if (heavy != heavy[0]).any():
             flags.append("body_mass (which bodies are massless, with fluid forces on)")
+    m = group.template
+    rows = {n: group.fields.get(n, getattr(m, n)[None]) for n in ("actuator_gainprm", "actuator_biasprm",
+                                                                  "actuator_gear")}
+    if (actuator_flags(m, *rows.values()) > template_actuator_flags(m)).any():
+        flags.append("actuator_gainprm/biasprm/gear (which actuators need mujoco_warp's coupled-actuator paths)")
     if flags:
         raise ConfigError(
             f"variants {group.variants[:8]} differ in {flags}, from which mujoco_warp derives flags once per Model "
@@ -249,11 +284,6 @@ def default_sizes(mjm: mujoco.MjModel, nconmax: int | None, njmax: int | None) -
     return ncon, int(njmax), int(_default_njmax_nnz(friction, ncon, int(njmax)))
 
 
-def mesh_slots(group: WarpGroup) -> np.ndarray:
-    """(ngeom,) bool: the group's geoms that are meshes (or SDFs) in its template."""
-    return np.isin(group.template.geom_type, _MESH_TYPES)
-
-
 def torch_to_warp(device: Any) -> None:
     """Make warp's next launches see torch's pending writes (CUDA streams differ; CPU is in order)."""
     if device.is_cuda:
@@ -315,11 +345,9 @@ def env_model_values(group: WarpGroup, row: int, model: mujoco.MjModel) -> None:
         getattr(model, name)[...] = model_view(group, name)[row].detach().cpu().numpy().reshape(
             np.shape(getattr(model, name)))
     for name in group.options:
+        if name == "tolerance":  # stored clamped as put_model does: the plan has the compiled value
+            if f"opt.{name}" in plan.fields:
+                setattr(model.opt, name, plan.fields[f"opt.{name}"][plan.rows[row]])
+            continue
         value = model_view(group, name)[row].detach().cpu().numpy().astype(np.float64)
-        if name == "impratio":
-            value = 1.0 / (value * value)
-        if name != "tolerance":
-            setattr(model.opt, name, value)
-
-
-__all__ = ["WARP_PER_ENV", "WarpGroup", "build_model", "check_group", "field_value"]
+        setattr(model.opt, name, 1.0 / (value * value) if name == "impratio" else value)
