@@ -131,6 +131,30 @@ def test_actuator_writes_needing_a_code_path_the_model_left_out_are_refused() ->
     assert be.field_values("actuator_gainprm")[1, 0, 0] == 2.0
 
 
+def test_inertia_write_recomputes_only_the_set_const_0_constants_like_mj_setconst() -> None:
+    """body_inertia is a SET_CONST_0 write (mujoco_warp's KIN0 | INERT0 groups, a graph of its own):
+    the derived constants of the written worlds match MuJoCo C's mj_setConst (measured 1.0e-6
+    relative), the other worlds' stay bit-identical."""
+    be = WarpBackend(Scene(6, make_scene, 6), device="cpu", progress=False)
+    c = Oracle(be.variant_of_env)
+    obj, envs = be.model.body("obj").id, np.array([1, 4])
+    inertia = be.defaults("body_inertia")[envs][:, [obj]] * np.array([2.0, 1.5, 3.0])
+    before = {name: be.model_values(name) for name in ("body_invweight0", "dof_invweight0", "body_subtreemass")}
+    for _ in range(2):  # the second write replays the captured graph
+        be.write_fields([FieldWrite("body_inertia", envs, np.array([obj]), inertia)])
+        inertia = inertia * 1.25
+    for k, i in enumerate(envs):
+        c.models[i].body_inertia[obj] = inertia[k, 0] / 1.25
+        mujoco.mj_setConst(c.models[i], c.datas[i])
+    others = np.setdiff1d(np.arange(6), envs)
+    for name, was in before.items():
+        now = be.model_values(name)
+        want = np.stack([np.asarray(getattr(m, name)).reshape(now.shape[1:]) for m in c.models])
+        np.testing.assert_allclose(now[envs], want[envs], rtol=1e-5, atol=1e-7, err_msg=name)
+        np.testing.assert_array_equal(now[others], was[others], err_msg=name)
+    np.testing.assert_array_equal(be.model_values("body_subtreemass"), before["body_subtreemass"])  # not FIXED
+
+
 # ---- geometry writes vs the scene compiled with that geometry -------------------------------
 def _pinned(v: int, *, handle_size: np.ndarray | None = None, table_dz: float = 0.0) -> mujoco.MjSpec:
     """Variant v with the handle's size and/or the table's height set; the tool's mass and inertia
