@@ -4,10 +4,12 @@ For each N in --num-envs (600 tools by default), in one run:
 - env: `gym.make_vec("SimToolReal-v0", num_envs=N, backend="warp", device=D)` stepped with random
   actions, the paper randomization on (the task layer is numpy on the host: HostViews mirrors the
   state each step on a GPU);
-- backend: `WarpBackend.step(frame_skip)` on the same scene (input scatter, output gather, failure check);
+- host: the env's HostViews.step(frame_skip) (the physics call the task layer makes, with mirrors);
+- backend: `WarpBackend.step(frame_skip)` on the same worlds (input scatter, output gather, failure check);
 - raw: graph replay of frame_skip x `mujoco_warp.step` on the same Models/Datas, nothing else;
-and prints each rate in env-steps/s with its ratio to raw. Then device memory of a backend with
---tools tools vs 1 tool at the largest N, each built in a fresh subprocess.
+and prints each rate in env-steps/s with its ratio to raw, and the task layer's share of env.step.
+Then device memory of a backend with --tools tools vs 1 tool at the largest N, each built in a
+fresh subprocess.
 
     python -m benchmarks.gpu                                 # GPU: 8192 and 16384 envs, 600 tools
     python -m benchmarks.gpu --device cpu --num-envs 64      # smoke test on warp's CPU device
@@ -63,64 +65,51 @@ def _raw_runner(backend: Any, frame_skip: int, device: str) -> Any:
     return run
 
 
-def _try_env(num_envs: int, tools: int, device: str) -> tuple[Any, str]:
+def _make_env(num_envs: int, tools: int, device: str) -> Any:
     import gymnasium as gym
 
     import mjvec  # noqa: F401  (registers SimToolReal-v0)
 
-    env = gym.make_vec("SimToolReal-v0", num_envs=num_envs, backend="warp", device=device, num_tools=tools)
-    return env, ""
+    return gym.make_vec("SimToolReal-v0", num_envs=num_envs, backend="warp", device=device, num_tools=tools)
 
 
 def _bench_one(num_envs: int, args: argparse.Namespace) -> None:
-    from mjvec.backends.warp import WarpBackend
     from mjvec.envs.config import SimToolRealConfig
 
     frame_skip = SimToolRealConfig().frame_skip
     t0 = time.perf_counter()
-    env, why = _try_env(num_envs, args.tools, args.device)
-    if env is not None:
-        env.reset(seed=0)
-        backend = env.unwrapped.backend if hasattr(env, "unwrapped") else env.backend
-    else:
-        backend = WarpBackend(_scene(args.tools, num_envs), device=args.device, progress=False)
-    print(f"N={num_envs}: built in {time.perf_counter() - t0:.1f} s ({backend.num_groups} topology groups)")
+    env = _make_env(num_envs, args.tools, args.device)
+    env.reset(seed=0)
+    host = env.unwrapped.backend  # HostViews: the task layer's numpy mirrors of the device state
+    backend = host.inner  # the WarpBackend itself
+    print(f"N={num_envs}: built in {time.perf_counter() - t0:.1f} s ({backend.num_groups} variant groups)")
     block = max(1, args.steps)
-    rng = np.random.default_rng(0)
-    cases: dict[str, tuple[Any, int]] = {}
-    if env is not None:
-        actions = rng.uniform(-1, 1, (num_envs, *env.single_action_space.shape)).astype(np.float32)
-
-        def run_env() -> None:
-            for _ in range(block):
-                env.step(actions)
-
-        cases["env"] = (run_env, block * num_envs)
-
-    def run_backend() -> None:
-        for _ in range(block):
-            backend.step(frame_skip)
-
-    cases["backend"] = (run_backend, block * num_envs)
+    actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, *env.single_action_space.shape)).astype(np.float32)
     raw = _raw_runner(backend, frame_skip, args.device)
 
-    def run_raw() -> None:
-        for _ in range(block):
-            raw()
+    def repeat(fn: Any) -> Any:
+        def run() -> None:
+            for _ in range(block):
+                fn()
 
-    cases["raw"] = (run_raw, block * num_envs)
+        return run, block * num_envs
+
+    cases = {
+        "env": repeat(lambda: env.step(actions)),
+        "host": repeat(lambda: host.step(frame_skip)),
+        "backend": repeat(lambda: backend.step(frame_skip)),
+        "raw": repeat(raw),
+    }
     rates = interleaved_rates(cases, repeats=args.repeats)
     r_raw = rates["raw"]
     print(f"  raw mujoco_warp.step x{frame_skip} (graph replay): {r_raw:,.0f} env-steps/s")
-    print(f"  backend.step({frame_skip}):                       {rates['backend']:,.0f} env-steps/s; "
-          f"ratio to raw {rates['backend'] / r_raw:.3f}")
-    if env is not None:
-        print(f"  end-to-end env.step:                        {rates['env']:,.0f} env-steps/s; "
-              f"ratio to raw {rates['env'] / r_raw:.3f}")
-        env.close()
-    else:
-        print(f"  end-to-end env.step: not run ({why})")
-    backend.close()
+    for name, label in (("backend", f"WarpBackend.step({frame_skip})"), ("host", "+ host state mirrors"),
+                        ("env", "end-to-end env.step")):
+        print(f"  {label:<40} {rates[name]:,.0f} env-steps/s; ratio to raw {rates[name] / r_raw:.3f}")
+    # Share of an env step spent outside the physics call the task layer makes (observations,
+    # rewards, resets, wrappers): 1 - (env rate / host-views step rate).
+    print(f"  task-layer share of env.step: {1 - rates['env'] / rates['host']:.1%}")
+    env.close()
 
 
 def _rss() -> int:

@@ -11,7 +11,7 @@ import mjvec
 from mjvec.backends._geometry import primitive_bounds
 from mjvec.backends.base import FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
-from mjvec.errors import CapabilityError, ConfigError, FieldWriteError
+from mjvec.errors import ConfigError, FieldWriteError
 from mjvec.randomization import DomainRandomization, EventTerm, table_height
 from tests.scenes import Oracle, make_scene
 
@@ -138,7 +138,7 @@ def test_table_height_term_on_simtoolreal_moves_the_table_per_env() -> None:
     assert np.isfinite(obs).all()
 
 
-def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
+def test_geom_size_terms_reject_meshes() -> None:
     term = EventTerm("geom_size", 0.9, 1.1, targets=("object_handle",))
     mesh_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, tool_geometry="mesh", randomization=None)
     with pytest.raises(ConfigError, match="mesh/plane/hfield geoms"):
@@ -153,6 +153,3 @@ def test_geom_size_terms_reject_meshes_and_warp_does_not_declare_them() -> None:
     assert types[0] == mujoco.mjtGeom.mjGEOM_BOX and (types[1:] == mujoco.mjtGeom.mjGEOM_MESH).any()
     with pytest.raises(ConfigError, match=r"term 'geom_size' \(geom_size\): targets \['object_head'\]"):
         DomainRandomization(mixed, (EventTerm("geom_size", 0.9, 1.1, targets=("object_head",)),))
-    warp_env = gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, backend="warp", device="cpu", randomization=None)
-    with pytest.raises(CapabilityError, match="'geom_size' is not writable on the 'warp' backend"):
-        DomainRandomization(warp_env, (term,))

@@ -1,7 +1,6 @@
 """The Warp backend's per-group runtime (graphs, backups, recompute) and its global state views.
 
-Only `mjvec.backends.warp` imports this module, after its install guard, so warp, mujoco_warp and
-torch are importable here.
+Imported only by `mjvec.backends.warp`, after its install guard.
 """
 
 from __future__ import annotations
@@ -18,13 +17,12 @@ import torch
 import warp as wp
 from mujoco_warp._src import types as mjw_types
 
-from mjvec.backends import _warp_build as B
-from mjvec.backends._warp_build import torch_to_warp, warp_to_torch
 from mjvec.backends.base import RecomputeLevel
+from mjvec.backends.warp import build as B
+from mjvec.backends.warp.build import torch_to_warp, warp_to_torch
 from mjvec.errors import ConfigError
 
 INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
-MOCAP_FIELDS = ("mocap_pos", "mocap_quat")
 # What a step advances; a failed world is put back to its copy from before the step.
 BACKUP_FIELDS = ("qpos", "qvel", "act", "qacc_warmstart", "time")
 # Never changed by forward or set_const: not outputs that need keeping for untouched worlds.
@@ -49,6 +47,7 @@ def _check_worlds(
     qvel: wp.array2d(dtype=float),
     qacc: wp.array2d(dtype=float),
     overflow: wp.array(dtype=int),
+    buffers: int,
     bad_out: wp.array(dtype=int),
 ):
     """bad_out[w]: bit 0 = non-finite/huge qpos, qvel or qacc; bit 1 = a buffer overflowed."""
@@ -58,28 +57,31 @@ def _check_worlds(
         flag = flag | _bad(qpos[w, i])
     for i in range(qvel.shape[1]):
         flag = flag | _bad(qvel[w, i]) | _bad(qacc[w, i])
-    if overflow[w] != 0:
+    if (overflow[w] & buffers) != 0:
         flag = flag | 2
     bad_out[w] = flag
 
 
-def _derived_names(level: RecomputeLevel) -> list[str]:
-    """The per-world model fields a set_const at `level` writes."""
-    names = []
+def set_const_groups(level: RecomputeLevel) -> int:
+    """mujoco_warp's SetConstGroup bits for a recompute level."""
+    groups = 0
     if RecomputeLevel.SET_CONST_FIXED in level:
-        names.append("body_subtreemass")
+        groups |= mjw.SetConstGroup.FIXED
     if RecomputeLevel.SET_CONST_0 in level:
-        names += [n for n in B.DERIVED_FIELDS if n not in ("body_subtreemass", "tendon_lengthspring")]
-        names.append("meaninertia")
-    if level == RecomputeLevel.SET_CONST:
-        names.append("tendon_lengthspring")  # set_const also runs set_const_spring
-    return names
+        groups |= mjw.SetConstGroup.KIN0 | mjw.SetConstGroup.INERT0
+    return int(groups)
+
+
+def _derived_names(groups: int) -> list[str]:
+    """The per-world model fields a set_const of these groups writes (geom bounds aside)."""
+    return [name for bit, names in B.SET_CONST_OUTPUTS.items() if groups & bit for name in names]
 
 
 class GroupRuntime:
     """One group's launches: step/forward/reset graphs, the pre-step backup, recompute."""
 
     def __init__(self, group: B.WarpGroup, device: Any, use_graph: bool) -> None:
+        self.buffers = B.buffer_overflows()
         self.group = group
         self.device = device
         self.use_graph = use_graph
@@ -100,9 +102,10 @@ class GroupRuntime:
         m, d = self.group.m, self.group.d
         for name, array in self.backup.items():
             wp.copy(array, getattr(d, name))
+        d.overflow.zero_()  # sticky solver-iteration bits from earlier steps are not this step's
         for _ in range(nstep):
             mjw.step(m, d)
-        wp.launch(_check_worlds, dim=self.group.nworld, inputs=[d.qpos, d.qvel, d.qacc, d.overflow],
+        wp.launch(_check_worlds, dim=self.group.nworld, inputs=[d.qpos, d.qvel, d.qacc, d.overflow, self.buffers],
                   outputs=[self.bad])
 
     def _forward_body(self) -> None:
@@ -161,33 +164,33 @@ class GroupRuntime:
         self.tensor("qpos")[index] = qpos
         self.tensor("qvel")[index] = qvel
 
-    def _set_const_body(self, level: RecomputeLevel) -> None:
-        m, d = self.group.m, self.group.d
-        if level == RecomputeLevel.SET_CONST:
-            mjw.set_const(m, d)
-        elif level == RecomputeLevel.SET_CONST_FIXED:
-            mjw.set_const_fixed(m, d)
-        else:
-            mjw.set_const_0(m, d)
+    def _set_const_body(self, groups: int) -> None:
+        mjw.set_const(self.group.m, self.group.d, groups=groups)
 
     def recompute(self, level: RecomputeLevel, touched: np.ndarray, *, eager: bool = False) -> None:
         """Run mujoco_warp's set_const at `level` and keep the derived rows of untouched worlds.
 
         mujoco_warp recomputes every world of the group (a captured graph: hundreds of launches);
         the untouched worlds get their previous rows back, so a write never nudges another env's
-        constants.
+        constants. Geom bounds, which set_const's FIXED group recomputes in float32 (and differently
+        from the compiler for planes), are put back in every world: the backend keeps them itself.
         """
-        views = {name: B.model_view(self.group, name) for name in _derived_names(level)}
+        groups = set_const_groups(level)
+        views = {name: B.model_view(self.group, name) for name in _derived_names(groups)}
         saved = {name: view.clone() for name, view in views.items()}
+        bounds = {name: B.model_view(self.group, name) for name in B.GEOM_BOUNDS}
+        saved_bounds = {name: view.clone() for name, view in bounds.items()}
         torch_to_warp(self.device)
         if eager:
-            self._set_const_body(level)
+            self._set_const_body(groups)
         else:
-            self._launch(("set_const", level), self._set_const_body, level)
+            self._launch(("set_const", groups), self._set_const_body, groups)
         warp_to_torch(self.device)
         keep = self.rows(np.flatnonzero(~touched))
         for name, view in views.items():
             view[keep] = saved[name][keep]
+        for name, view in bounds.items():
+            view.copy_(saved_bounds[name])
 
     def close(self) -> None:
         self.graphs.clear()
@@ -209,7 +212,6 @@ class StateViews:
         self._mjdata = mujoco.MjData(model)
         self.views: dict[str, Any] = {}
         self.group_views: dict[str, list[Any]] = {}
-        self.sent: dict[str, Any] = {}
 
     def _group_view(self, rt: GroupRuntime, name: str) -> Any:
         t = rt.tensor(name)
@@ -229,6 +231,13 @@ class StateViews:
                 "(contact and efc arrays are pooled over worlds and cannot be bound)"
             )
         group_views = [self._group_view(rt, name) for rt in self.runtimes]
+        tails = {tuple(v.shape[1:]) for v in group_views}
+        if len(tails) > 1:
+            raise ConfigError(
+                f"MjData field {name!r} has a different shape in each variant group ({sorted(tails)}): its size "
+                "depends on the variant (geoms, constraints), so it has no (num_envs, ...) view; bind a field "
+                "sized by bodies, joints, dofs, actuators or sites"
+            )
         if self.direct:
             view = group_views[0]
         else:
@@ -238,8 +247,6 @@ class StateViews:
                 view[index] = gv
         self.views[name] = view
         self.group_views[name] = group_views
-        if name in MOCAP_FIELDS:
-            self.sent[name] = view.clone()
         return view
 
     def torch_to_warp(self) -> None:
@@ -270,32 +277,6 @@ class StateViews:
                         view.index_copy_(0, index, gv)
                     elif local.numel():
                         view[index[local]] = gv[local]
-        for name, sent in self.sent.items():
-            sent.copy_(self.views[name])
-
-    def pending_mocap(self, ids: np.ndarray) -> dict[str, tuple[np.ndarray, Any]]:
-        """Mocap rows of `ids` written since the last call: (env ids, values) per bound mocap field.
-
-        As on the CPU backend, such pending writes survive a reset; other mocap rows of reset envs
-        go back to the model's default.
-        """
-        out = {}
-        index = torch.as_tensor(ids, device=self.torch_device)
-        for name, sent in self.sent.items():
-            now = self.views[name][index]
-            changed = (now != sent[index]).reshape(ids.size, -1).any(dim=1).cpu().numpy()
-            if changed.any():
-                out[name] = (ids[changed], now[torch.as_tensor(changed, device=self.torch_device)].clone())
-        return out
-
-    def restore_pending_mocap(self, pending: dict[str, tuple[np.ndarray, Any]]) -> None:
-        for name, (ids, values) in pending.items():
-            for g, group in enumerate(self.groups):
-                hit = np.isin(ids, group.env_ids)
-                if hit.any():
-                    rows = np.searchsorted(group.env_ids, ids[hit])
-                    self.group_views[name][g][self.runtimes[g].rows(rows)] = values[
-                        torch.as_tensor(hit, device=self.torch_device)]
 
     @contextlib.contextmanager
     def outputs_kept(self, keep: list[np.ndarray]) -> Iterator[None]:
@@ -321,4 +302,3 @@ class StateViews:
     def close(self) -> None:
         self.views.clear()
         self.group_views.clear()
-        self.sent.clear()

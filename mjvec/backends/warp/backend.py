@@ -1,17 +1,18 @@
 """Warp backend: thousands of MuJoCo simulations as worlds of mujoco_warp, on a GPU or warp's CPU.
 
-Variants (tools) are grouped by everything mujoco_warp cannot hold per world (geom slots, types,
-collision filters); each group is one mujoco_warp Model + Data whose variant-dependent, writable
-and derived model fields have one row per world from construction on (`_warp_build`). Steps,
-forwards, masked resets and set_const recomputes replay captured graphs; model writes land in
-place, so a graph captured before a write sees it.
+`variants.plan_groups` (the merge layer the CPU backend uses too) splits the scene's variants into
+groups by everything mujoco_warp cannot hold per world (`build.WARP_PER_ENV`: e.g. geom types, so
+box-headed and capsule-handled tools are separate groups); each group is one mujoco_warp Model +
+Data whose differing, writable and set_const-derived fields have one row per world from
+construction on (`build.build_model`). Steps, forwards, masked resets and set_const recomputes
+replay captured graphs; model writes land in place, so a graph captured before a write sees it.
 
 State views are torch tensors on the device. With one group (its worlds are envs 0..N-1 in order)
 they are zero-copy `wp.to_torch` views of the Data; with several groups they are backend-owned
 tensors, gathered from the groups after every call (outputs) and scattered into them before every
 call (inputs: ctrl, xfrc_applied, qfrc_applied, mocap_pos, mocap_quat). Float32 throughout: each
 world steps like its variant compiled alone with mujoco_warp, and like plain MuJoCo within float32
-tolerance (tests/test_backend_warp.py states the measured bounds).
+tolerance (tests/test_backend_warp.py and tests/test_warp_engine.py state the measured bounds).
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import mujoco
+import mujoco_warp as mjw
 import numpy as np
+import torch
+import warp as wp
 
 from mjvec.backends import fields as F
 from mjvec.backends.base import (
@@ -31,46 +36,22 @@ from mjvec.backends.base import (
     Scene,
     SceneBackend,
     combine_levels,
-    entity_of_field,
     frozen_mapping,
     validate_env_ids,
 )
-from mjvec.errors import ClosedError, ConfigError, InstallError
-
-
-def _import_warp() -> tuple[Any, Any, Any]:
-    """(warp, mujoco_warp, torch), or InstallError saying what to install."""
-    try:
-        import mujoco_warp
-        import warp
-    except ImportError as error:
-        raise InstallError(
-            f"the Warp backend needs warp-lang and mujoco-warp, which are not importable ({error}); "
-            "fix: pip install mjvec[warp]"
-        ) from error
-    try:
-        import torch
-    except ImportError as error:
-        raise InstallError(
-            f"the Warp backend's state views are torch tensors, but torch is not importable ({error}); "
-            "fix: pip install mjvec[warp] torch"
-        ) from error
-    return warp, mujoco_warp, torch
-
-
-wp, mjw, torch = _import_warp()
-
-# After the install guard: these import warp, mujoco_warp and torch at module level.
-from mjvec.backends import _warp_build as B  # noqa: E402
-from mjvec.backends._warp_views import GroupRuntime, StateViews  # noqa: E402
+from mjvec.backends.variants import Routing, canonical_model, plan_groups
+from mjvec.backends.warp import build as B
+from mjvec.backends.warp.geometry import GEOMETRY_TRIGGERS, GeometryWrites, StaticGeoms
+from mjvec.backends.warp.views import GroupRuntime, StateViews
+from mjvec.errors import ConfigError, FieldWriteError
 
 log = logging.getLogger(__name__)
 
-_ZEROED_ON_RESET = ("ctrl", "xfrc_applied", "qfrc_applied")
 _OVERFLOW = 2
+_ACTUATOR_FLAG_FIELDS = ("actuator_gainprm", "actuator_biasprm", "actuator_gear")
 
 
-class WarpBackend(SceneBackend):
+class WarpBackend(GeometryWrites, SceneBackend):
     """The `Backend` contract over mujoco_warp (see mjvec.backends.base.Backend).
 
     device: a warp device ("cuda:0", "cpu"); None means "cuda:0". State views live there.
@@ -99,25 +80,25 @@ class WarpBackend(SceneBackend):
         self._device = str(self._wp_device.alias)
         self._scene = scene
         self._use_graph = use_graph
-        self._closed = False
-        self._groups = B.plan_groups(scene, progress=progress)
-        self._model = B.canonical_layout(self._groups)
-        self._group_of_env = np.empty(scene.num_envs, np.int64)
-        self._local_of_env = np.empty(scene.num_envs, np.int64)
+        plans = plan_groups(scene, B.WARP_PER_ENV, progress=progress)
+        for plan in plans:
+            B.check_group(plan)
+        self._routing = Routing(plans, scene.num_envs)
+        self._model = canonical_model(plans)
+        self._groups = [B.WarpGroup(plan, *B.per_world_fields(plan)) for plan in plans]
+        self._statics = [StaticGeoms(plan.template) for plan in plans]
         with wp.ScopedDevice(self._wp_device):
-            for g, group in enumerate(self._groups):
-                self._group_of_env[group.env_ids] = g
-                self._local_of_env[group.env_ids] = np.arange(group.nworld)
+            for group, statics in zip(self._groups, self._statics, strict=True):
                 group.m = B.build_model(group)
-                ncon, nj = B.default_sizes(group.pack.model, nconmax, njmax)
-                group.d = mjw.make_data(group.pack.model, nworld=group.nworld, nconmax=ncon, njmax=nj)
+                ncon, nj, nnz = B.default_sizes(group.template, nconmax, njmax)
+                group.d = mjw.make_data(group.template, nworld=group.nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
+                statics.write(group, np.arange(group.nworld), {
+                    name: group.plan.env_values(name) for name in ("body_pos", "body_quat", "geom_pos", "geom_quat")})
                 mjw.reset_data(group.m, group.d)
                 mjw.forward(group.m, group.d)
             self._runtimes = [GroupRuntime(grp, self._wp_device, use_graph) for grp in self._groups]
         self._views = StateViews(self._groups, self._runtimes, self._model, scene.num_envs, self._wp_device)
-        # geom_size / geom_pos need per-world geom_rbound/geom_aabb refreshes, not implemented here
-        # yet: not declared, so a term naming them fails closed at wrapper construction.
-        specs = F.field_specs(self._model, np.float32, exclude=frozenset({"geom_size", "geom_pos"}))
+        specs = F.field_specs(self._model, np.float32)
         self._capabilities = Capabilities(
             backend="warp", fields=frozen_mapping(specs), array_namespace="torch", device=self._device,
             exact_variants=False,
@@ -126,10 +107,11 @@ class WarpBackend(SceneBackend):
         for value in self._defaults.values():
             value.setflags(write=False)
         for name in ("qpos", "qvel", "ctrl", "xfrc_applied", "time"):
-            self.bind(name)
+            self._views.bind(name)
         with wp.ScopedDevice(self._wp_device):
             for rt in self._runtimes:
                 rt.warm_up()
+        self._start_lifetime()
 
     # ---- identity -------------------------------------------------------------------------
     @property
@@ -141,6 +123,11 @@ class WarpBackend(SceneBackend):
         return len(self._groups)
 
     @property
+    def routing(self) -> Routing:
+        """Where each env lives: `routing.group_of_env`, `routing.row_of_env` (world ids)."""
+        return self._routing
+
+    @property
     def group_handles(self) -> tuple:
         """(mujoco_warp Model, Data, env_ids) per group (for tests and benchmarks; not a stable API)."""
         return tuple((g.m, g.d, g.env_ids) for g in self._groups)
@@ -148,58 +135,90 @@ class WarpBackend(SceneBackend):
     @property
     def geom_types(self) -> np.ndarray:
         """(num_envs, ngeom) int: the mjtGeom type of canonical slot j in env i's variant, -1 if absent."""
-        out = np.full((self.num_envs, self._model.ngeom), -1, np.int64)
-        for group in self._groups:
-            have = np.flatnonzero(group.geom_map >= 0)
-            out[np.ix_(group.env_ids, have)] = group.pack.model.geom_type[group.geom_map[have]]
-        return out
+        return self._routing.geom_types()
 
     # ---- model fields ---------------------------------------------------------------------
-    def _gather_field(self, name: str) -> np.ndarray:
-        canonical = np.asarray(self._model.stat.meaninertia) if name == "meaninertia" else F.model_value(
-            self._model, name)
-        per_group = [B.model_view(self._groups[g], name).cpu().numpy() for g in range(len(self._groups))]
-        return B.gather_rows(self._groups, self.num_envs, per_group, entity_of_field(name), canonical)
+    def _gather_field(self, name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
+        canonical = F.model_value(self._model, name) if name in F.OPTION_FIELDS else np.asarray(
+            getattr(self._model, name))
+        per_group = [B.model_view(g, name).cpu().numpy() for g in self._groups]
+        geom = name.startswith("geom_")
+        out = self._routing.gather(per_group, canonical.astype(per_group[0].dtype), geom=geom)
+        return out if env_ids is None else out[env_ids]
 
     def defaults(self, field_name: str) -> np.ndarray:
-        self._check_open()
         self._capabilities.require(field_name)
         return self._defaults[field_name]
 
     def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         self._check_open()
         self._capabilities.require(field_name)
-        values = self._gather_field(field_name)
-        return values if env_ids is None else values[validate_env_ids(env_ids, self.num_envs)]
+        ids = None if env_ids is None else validate_env_ids(env_ids, self.num_envs)
+        return self._gather_field(field_name, ids)
 
     def model_values(self, name: str) -> np.ndarray:
         """(num_envs, ...) float copy of any per-world model field, derived ones included
-        (body_subtreemass, body_invweight0, dof_invweight0, actuator_acc0, meaninertia, ...).
+        (body_subtreemass, body_invweight0, dof_invweight0, actuator_acc0, geom_rbound, ...).
         For tests and diagnostics; geom fields use the canonical slot layout."""
         self._check_open()
+        for group in self._groups:
+            B.model_view(group, name)  # ConfigError for a field that is not per world
         return self._gather_field(name)
 
     def check_writes(self, writes: Sequence[FieldWrite]) -> None:
-        """Raise what `write_fields(writes)` would for each write; write nothing (no geometry fields here)."""
+        """Raise exactly what `write_fields(writes)` would for these writes; write nothing."""
         self._check_open()
-        self._checked_writes(writes)
+        self._validated(writes)
+
+    def _validated(self, writes: Sequence[FieldWrite]) -> list[tuple[FieldWrite, np.ndarray, np.ndarray]]:
+        checked = self._checked_writes(writes)
+        for write, ids, values in checked:
+            if write.field == "geom_size":
+                self._check_sizes(write, ids, values)
+        if any(w.field in _ACTUATOR_FLAG_FIELDS for w, _, _ in checked):
+            self._check_actuator_flags(checked)
+        return checked
+
+    def _check_actuator_flags(self, checked: list[tuple[FieldWrite, np.ndarray, np.ndarray]]) -> None:
+        """Actuator writes must not need a coupled-actuator code path mujoco_warp left out of the
+        group's Model (its flags come from the template once, see build.actuator_flags)."""
+        for g, group in enumerate(self._groups):
+            touched = np.unique(np.concatenate(
+                [rows for w, ids, _ in checked if w.field in _ACTUATOR_FLAG_FIELDS
+                 for gg, _, rows in self._routing.split(ids) if gg == g] or [np.zeros(0, np.int64)]))
+            if not touched.size:
+                continue
+            device = B.model_view(group, _ACTUATOR_FLAG_FIELDS[0]).device
+            new = {n: B.model_view(group, n)[torch.as_tensor(touched, device=device)].cpu().numpy().astype(np.float64)
+                   for n in _ACTUATOR_FLAG_FIELDS}
+            for write, ids, values in checked:
+                if write.field not in _ACTUATOR_FLAG_FIELDS:
+                    continue
+                for gg, pos, rows in self._routing.split(ids):
+                    if gg == g:
+                        at = np.searchsorted(touched, rows)
+                        if write.index is None:
+                            new[write.field][at] = values[pos]
+                        else:
+                            new[write.field][at[:, None], write.index[None, :]] = values[pos]
+            need = B.actuator_flags(group.template, *(new[n] for n in _ACTUATOR_FLAG_FIELDS))
+            bad = (need > B.template_actuator_flags(group.template)).any(axis=1)
+            if bad.any():
+                raise FieldWriteError(
+                    f"actuator writes in envs {group.env_ids[touched[bad]][:8].tolist()} would need mujoco_warp's "
+                    "coupled-actuator code (an affine gain/bias term, or a wrapped rotational actuator) that it "
+                    "switches on per Model from the compiled values, and this model's compile did not; write values "
+                    "that keep those terms zero, or compile the scene with them non-zero, or use backend='cpu'"
+                )
 
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
-        checked = self._checked_writes(writes)
+        checked = self._validated(writes)
         touched = [np.zeros(g.nworld, bool) for g in self._groups]
+        moved: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         for write, ids, values in checked:
-            groups = self._group_of_env[ids]
-            for g in np.unique(groups).tolist():
-                sel = groups == g
-                rows = self._local_of_env[ids[sel]]
-                index, vals = write.index, values[sel]
-                if self._capabilities.fields[write.field].entity == "geom":
-                    # Canonical slot ids -> this group's geom ids; absent slots have no effect.
-                    canon = np.arange(self._model.ngeom) if index is None else index
-                    local = self._groups[g].geom_map[canon]
-                    keep = local >= 0
-                    index, vals = local[keep], vals[:, keep]
+            for g, pos, rows in self._routing.split(ids):
+                index, vals = self._local_index(g, write.field, write.index, values[pos])
                 target = B.model_view(self._groups[g], write.field)
                 rows_t = torch.as_tensor(rows, device=target.device)
                 vals_t = torch.as_tensor(vals, dtype=target.dtype, device=target.device)
@@ -207,7 +226,11 @@ class WarpBackend(SceneBackend):
                     target[rows_t] = vals_t
                 elif index.size:
                     target[rows_t[:, None], torch.as_tensor(index, device=target.device)[None, :]] = vals_t
+                if write.field in GEOMETRY_TRIGGERS:
+                    moved.append((write.field, g, rows, np.arange(target.shape[1]) if index is None else index))
                 touched[g][rows] = True
+        if moved:
+            self._refresh_geometry(moved)
         level = combine_levels(self._capabilities.fields[w.field].recompute for w, _, _ in checked)
         if level == RecomputeLevel.NONE:
             return
@@ -220,14 +243,23 @@ class WarpBackend(SceneBackend):
                 if rows_touched.any():
                     rt.recompute(level, rows_touched)
 
+    def _local_index(self, g: int, field: str, index: np.ndarray | None, vals: np.ndarray) -> tuple:
+        """Canonical geom slots -> group g's geom ids; a slot absent there has no effect."""
+        if self._capabilities.fields[field].entity != "geom":
+            return index, vals
+        canon = np.arange(self._model.ngeom) if index is None else index
+        local = self._groups[g].geom_map[canon]
+        keep = local >= 0
+        return local[keep], vals[:, keep]
+
     # ---- state ----------------------------------------------------------------------------
     def bind(self, name: str) -> Any:
         """(num_envs, ...) torch view of MjData field `name` (see the module docstring for liveness).
 
         Tails follow MuJoCo's MjData shapes (xmat/site_xmat are (..., 9), quaternions wxyz)."""
         self._check_open()
-        if name in IDENTITY_FIELDS:
-            raise ConfigError(f"{name!r} is a model field, not an MjData field")
+        if name in IDENTITY_FIELDS or name in B.BATCHABLE:
+            raise ConfigError(f"{name!r} is a model field, not an MjData field; read it with field_values()")
         return self._views.bind(name)
 
     @property
@@ -277,17 +309,17 @@ class WarpBackend(SceneBackend):
     def _undo_step_and_raise(self, flags: list[np.ndarray]) -> None:
         kinds = 0
         for rt in self._runtimes:
-            kinds |= int(np.bitwise_or.reduce(rt.group.d.overflow.numpy(), initial=0))
+            kinds |= int(np.bitwise_or.reduce(rt.group.d.overflow.numpy(), initial=0)) & B.buffer_overflows()
             rt.restore_backup(np.arange(rt.group.nworld))
             rt.group.d.overflow.zero_()
         self._forward_rows([np.arange(g.nworld) for g in self._groups])
         self._views.gather()
         envs = np.concatenate([g.env_ids[np.flatnonzero(f & _OVERFLOW)] for g, f in zip(self._groups, flags,
                                                                                         strict=True)])
-        names = [k.name for k in B.mjw_types.OverflowType if kinds & k]
+        names = [k.name for k in mjw.OverflowType if kinds & k and k.name != "ALL"]
         raise ConfigError(
-            f"mujoco_warp's buffers overflowed ({names}; NEFC: raise njmax, BROADPHASE/NARROWPHASE: raise "
-            f"nconmax) in envs {envs[:8].tolist()} ({envs.size} in all), so that step was wrong and was "
+            f"mujoco_warp's buffers overflowed ({names}; NEFC/NJMAX_NNZ: raise njmax, BROADPHASE/NARROWPHASE/CCD: "
+            f"raise nconmax) in envs {envs[:8].tolist()} ({envs.size} in all), so that step was wrong and was "
             "undone. Fix: build the backend with a larger nconmax and/or njmax (WarpBackend(..., nconmax=..., "
             "njmax=...))"
         )
@@ -303,6 +335,8 @@ class WarpBackend(SceneBackend):
             self._views.warp_to_torch()
 
     def reset(self, env_ids: np.ndarray, qpos: Any, qvel: Any) -> None:
+        """mj_resetData for these envs (every state field, inputs and mocap included, goes back to
+        the model's defaults), then qpos/qvel, then forward. Other envs are untouched."""
         self._check_open()
         ids = validate_env_ids(env_ids, self.num_envs)
         nq, nv = self._model.nq, self._model.nv
@@ -317,25 +351,18 @@ class WarpBackend(SceneBackend):
             raise ConfigError("reset qpos/qvel must be finite")
         if ids.size == 0:
             return
-        for name in _ZEROED_ON_RESET:
-            if name in self._views.views:
-                self._views.views[name][torch.as_tensor(ids, device=self._views.torch_device)] = 0.0
-        pending = self._views.pending_mocap(ids)
+        # Pending inputs of the other envs must reach their worlds before the groups' forward.
         self._views.scatter_inputs()
         self._views.torch_to_warp()
-        groups = self._group_of_env[ids]
         rows_per_group = [np.zeros(0, np.int64) for _ in self._groups]
         with wp.ScopedDevice(self._wp_device):
-            for g in np.unique(groups).tolist():
-                sel = groups == g
-                rows = self._local_of_env[ids[sel]]
+            for g, _, rows in self._routing.split(ids):
                 rows_per_group[g] = rows
                 self._runtimes[g].launch_reset(rows)
             self._views.warp_to_torch()
-            for g in np.unique(groups).tolist():
-                sel = torch.as_tensor(groups == g, device=self._views.torch_device)
-                self._runtimes[g].set_state(rows_per_group[g], qpos[sel], qvel[sel])
-            self._views.restore_pending_mocap(pending)
+            for g, pos, rows in self._routing.split(ids):
+                index = torch.as_tensor(pos, device=self._views.torch_device)
+                self._runtimes[g].set_state(rows, qpos[index], qvel[index])
             self._forward_rows(rows_per_group)
         self._views.gather(ids)
 
@@ -344,11 +371,24 @@ class WarpBackend(SceneBackend):
         ids = np.arange(self.num_envs) if env_ids is None else validate_env_ids(env_ids, self.num_envs)
         self._views.scatter_inputs()
         self._views.torch_to_warp()
-        rows_per_group = [np.sort(self._local_of_env[ids[self._group_of_env[ids] == g]])
-                          for g in range(len(self._groups))]
+        rows_per_group = [np.zeros(0, np.int64) for _ in self._groups]
+        for g, _, rows in self._routing.split(ids):
+            rows_per_group[g] = np.sort(rows)
         with wp.ScopedDevice(self._wp_device):
             self._forward_rows(rows_per_group)
         self._views.gather(ids)
+
+    # ---- rendering and lifetime -----------------------------------------------------------
+    def env_template(self, env_id: int) -> mujoco.MjModel:
+        """The template model of env `env_id`'s group (shared: copy it before writing into it)."""
+        return self._groups[int(self._routing.group_of_env[env_id])].template
+
+    def write_env_model(self, env_id: int, model: mujoco.MjModel) -> None:
+        """Write env `env_id`'s model (its group template with its own per-world values, float32 ->
+        float64) into `model`, a copy of `env_template(env_id)` (e.g. to render the env as simulated)."""
+        self._check_open()
+        g, row = int(self._routing.group_of_env[env_id]), int(self._routing.row_of_env[env_id])
+        B.env_model_values(self._groups[g], row, model)
 
     def close(self) -> None:
         """Release the worlds and graphs; idempotent. Any later call raises ClosedError."""
@@ -361,8 +401,3 @@ class WarpBackend(SceneBackend):
         for group in self._groups:
             group.m = group.d = None
         self._runtimes = []
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("this WarpBackend is closed; create a new one")
-

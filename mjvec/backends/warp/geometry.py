@@ -1,0 +1,153 @@
+"""Per-world geom size / position writes on the Warp backend (a mixin of `WarpBackend`).
+
+mujoco_warp culls contact pairs with each world's `geom_rbound` and `geom_aabb` (it has no body
+BVH), so a `geom_size` write refreshes both for exactly the worlds and geoms written, with the
+compiler's formulas (`_geometry.primitive_bounds`). Mesh (and SDF) sizes come from a shared asset
+and are refused, like non-positive sizes.
+
+mujoco_warp also computes the pose of a STATIC geom (one on a body welded to the world, not under
+a mocap body: the table) once, in make_data, from the template, and never again. `StaticGeoms`
+computes those poses per world from the world's own `body_pos`/`body_quat`/`geom_pos`/`geom_quat`
+rows, with MuJoCo's kinematics in float64: at construction (a variant may place a static geom
+elsewhere) and after every `geom_pos` or `body_pos` write that moves one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+
+from mjvec.backends import _geometry as G
+from mjvec.backends.base import FieldWrite
+from mjvec.backends.warp.build import WarpGroup, model_view, torch_view
+from mjvec.errors import FieldWriteError
+
+# Writes after which bounds or static geom poses are refreshed.
+GEOMETRY_TRIGGERS = frozenset({"geom_size", "geom_pos", "body_pos"})
+
+
+def _mul_quat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
+    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], axis=-1)
+
+
+def _quat_to_mat(q: np.ndarray) -> np.ndarray:
+    """mju_quat2Mat, batched: (..., 4) -> (..., 3, 3)."""
+    q0, q1, q2, q3 = np.moveaxis(q, -1, 0)
+    q00, q01, q02, q03 = q0 * q0, q0 * q1, q0 * q2, q0 * q3
+    q11, q12, q13, q22, q23, q33 = q1 * q1, q1 * q2, q1 * q3, q2 * q2, q2 * q3, q3 * q3
+    return np.stack([
+        np.stack([q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)], -1),
+        np.stack([2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)], -1),
+        np.stack([2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33], -1),
+    ], -2)
+
+
+class StaticGeoms:
+    """The static geoms of a template model and their per-world poses (see the module docstring)."""
+
+    def __init__(self, model: mujoco.MjModel) -> None:
+        body = model.geom_bodyid
+        self.geoms = np.flatnonzero(
+            (model.body_weldid[body] == 0) & (model.body_mocapid[model.body_rootid[body]] == -1))
+        static = (model.body_weldid == 0) & (model.body_mocapid[model.body_rootid] == -1)
+        self.bodies = np.flatnonzero(static)[1:]  # parents come before their children; 0 is the world
+        self.parent = model.body_parentid
+        self.nbody = model.nbody
+        self.geom_body = body[self.geoms]
+
+    def poses(self, body_pos: np.ndarray, body_quat: np.ndarray, geom_pos: np.ndarray,
+              geom_quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(xpos (K, S, 3), xmat (K, S, 9)) of the static geoms, from per-world (K, ...) float rows."""
+        k = body_pos.shape[0]
+        xpos = np.zeros((k, self.nbody, 3))
+        xquat = np.zeros((k, self.nbody, 4))
+        xquat[:, 0, 0] = 1.0
+        for b in self.bodies:  # mj_kinematics for bodies without joints
+            p = self.parent[b]
+            xpos[:, b] = xpos[:, p] + np.einsum("kij,kj->ki", _quat_to_mat(xquat[:, p]), body_pos[:, b])
+            q = _mul_quat(xquat[:, p], body_quat[:, b].astype(np.float64))
+            xquat[:, b] = q / np.linalg.norm(q, axis=-1, keepdims=True)
+        bodies = self.geom_body
+        rot = _quat_to_mat(xquat[:, bodies])
+        gpos = xpos[:, bodies] + np.einsum("ksij,ksj->ksi", rot, geom_pos[:, self.geoms])
+        gmat = _quat_to_mat(_mul_quat(xquat[:, bodies], geom_quat[:, self.geoms].astype(np.float64)))
+        return gpos, gmat.reshape(*gmat.shape[:-2], 9)
+
+    def write(self, group: WarpGroup, rows: np.ndarray, sources: dict[str, np.ndarray]) -> None:
+        """Set Data.geom_xpos/geom_xmat of the static geoms in worlds `rows` from `sources`
+        (body_pos, body_quat, geom_pos, geom_quat as (K, ...) arrays)."""
+        if not self.geoms.size or not rows.size:
+            return
+        xpos, xmat = self.poses(sources["body_pos"], sources["body_quat"], sources["geom_pos"], sources["geom_quat"])
+        m = group.template
+        gx = torch_view(group.d.geom_xpos, (m.ngeom, 3))
+        gm = torch_view(group.d.geom_xmat, (m.ngeom, 9))
+        index = torch.as_tensor(rows, device=gx.device)[:, None]
+        geoms = torch.as_tensor(self.geoms, device=gx.device)[None, :]
+        gx[index, geoms] = torch.as_tensor(xpos, dtype=gx.dtype).to(gx.device)
+        gm[index, geoms] = torch.as_tensor(xmat, dtype=gm.dtype).to(gm.device)
+
+
+class GeometryWrites:
+    """Needs the host's `_groups` (WarpGroups), `_routing`, `_model` and `_statics` (one per group)."""
+
+    _groups: list[WarpGroup]
+
+    def _check_sizes(self, write: FieldWrite, ids: np.ndarray, values: np.ndarray) -> None:
+        """geom_size writes: primitive geoms only (a mesh's shape is a shared asset), sizes positive."""
+        slots = np.arange(self._model.ngeom) if write.index is None else write.index
+        for g, _, _ in self._routing.split(ids):
+            group = self._groups[g]
+            local = group.geom_map[slots]
+            local = local[local >= 0]
+            types = group.template.geom_type[local]  # geom types are the same in every world of a group
+            bad = ~np.isin(types, list(G.PRIMITIVES))
+            if bad.any():
+                names = sorted({group.template.geom(int(j)).name for j in local[bad]})
+                kinds = sorted({mujoco.mjtGeom(int(t)).name for t in types[bad]})
+                raise FieldWriteError(
+                    f"geom_size of geoms {names} cannot be written: they are {kinds[:4]} in some of these envs, "
+                    "whose shape is a shared asset; randomize primitive geoms only (e.g. tool_geometry='primitive')"
+                )
+        if (values[..., 0] <= 0).any() or (values < 0).any():
+            raise FieldWriteError("FieldWrite('geom_size').values must be positive (first component > 0, none < 0)")
+
+    def _refresh_geometry(self, moved: list[tuple[str, int, np.ndarray, np.ndarray]]) -> None:
+        """Refresh bounds and static geom poses after writes of (field, group, world rows, geom/body ids)."""
+        statics: dict[int, set[int]] = {}
+        for name, g, rows, index in moved:
+            group = self._groups[g]
+            device = model_view(group, "geom_size").device
+            index_t, rows_t = torch.as_tensor(index, device=device), torch.as_tensor(rows, device=device)
+            if name == "geom_size":
+                size = model_view(group, "geom_size")[rows_t[:, None], index_t[None, :]].cpu().numpy()
+                rbound, aabb = G.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
+                for field, value in (("geom_rbound", rbound), ("geom_aabb", aabb)):
+                    target = model_view(group, field)
+                    value_t = torch.as_tensor(value, dtype=target.dtype, device=device)
+                    target[rows_t[:, None], index_t[None, :]] = value_t
+                continue
+            static = self._statics[g]
+            hit = np.isin(index, static.geoms) if name == "geom_pos" else np.isin(index, static.bodies)
+            if hit.any():
+                statics.setdefault(g, set()).update(rows.tolist())
+        for g, rows in statics.items():
+            rows_a = np.array(sorted(rows), np.int64)
+            self._statics[g].write(self._groups[g], rows_a, self._pose_sources(g, rows_a))
+
+    def _pose_sources(self, g: int, rows: np.ndarray) -> dict[str, Any]:
+        """Worlds `rows`' current body/geom poses (float32 rows as float64; template where not per world)."""
+        group, out = self._groups[g], {}
+        for name in ("body_pos", "body_quat", "geom_pos", "geom_quat"):
+            if name in group.per_world:
+                view = model_view(group, name)
+                out[name] = view[torch.as_tensor(rows, device=view.device)].cpu().numpy().astype(np.float64)
+            else:
+                out[name] = np.repeat(getattr(group.template, name)[None], rows.size, axis=0)
+        return out
