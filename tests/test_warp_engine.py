@@ -327,7 +327,9 @@ def test_table_height_and_size_terms_on_warp_simtoolreal() -> None:
 # ---- rendering: one renderer per group, each env drawn with its own model ---------------------
 def test_warp_env_frames_equal_plain_renders_of_each_tool() -> None:
     """Envs of all three groups in one Warp env, each drawn with its own model (one renderer per
-    group): pixel-equal to a plain render of its tool's scene compiled alone, at the same state."""
+    group), against a plain render of its tool's scene compiled alone at the same state: equal but
+    for a few edge pixels one intensity level apart (the Warp model holds its geometry in float32;
+    measured at most 2 of 36,864 values, off by 1)."""
     n = 8
     env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_tools=600, env_id_offset=_window_of_all_classes(n, 1),
                        backend="warp", device="cpu", randomization=None, render_mode="rgb_array",
@@ -348,8 +350,8 @@ def test_warp_env_frames_equal_plain_renders_of_each_tool() -> None:
         with mujoco.Renderer(model, 96, 128) as renderer:
             renderer.update_scene(data, camera=env.unwrapped.render_camera)
             want = renderer.render()
-        frame = frames[i]
-        np.testing.assert_array_equal(frame, want, err_msg=f"env {i}: tool {tools[i]} ({classes[i]})")
+        diff = np.abs(frames[i].astype(np.int16) - want.astype(np.int16))
+        assert diff.max() <= 1 and (diff > 0).sum() <= 20, (i, tools[i], classes[i], diff.max(), (diff > 0).sum())
     env.close()
 
 

@@ -135,7 +135,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
     @property
     def geom_types(self) -> np.ndarray:
         """(num_envs, ngeom) int: the mjtGeom type of canonical slot j in env i's variant, -1 if absent."""
-        return self._routing.geom_types()
+        return self._routing.geom_types([g.plan.env_values("geom_type") for g in self._groups])
 
     # ---- model fields ---------------------------------------------------------------------
     def _gather_field(self, name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
