@@ -3,8 +3,15 @@
 Every random draw in mjvec comes from here. A draw for env e on stream s is a pure function of
 (seed of e, global id of e, s, how many draws e has made on s before), so a trajectory does not
 depend on num_envs, thread count, shard layout or which other envs reset. Draws for many envs are
-one vectorized numpy computation (no per-env Python loop), which is what lets per-step noise and
-pushes stay cheap at thousands of envs.
+one vectorized computation (no per-env Python loop).
+
+The streams live where the env's state lives (`like=`: numpy on the host, torch on a device).
+The same integer hash runs in both: numpy in uint64, torch in int64 with wrapping products and
+logical shifts. So for the same seed, global id, stream and counter, the host and the device draw
+the SAME 64-bit words and the same uniforms and integers; normals go through float log/cos/sin,
+whose last bits may differ between libraries. On a device, a draw for `Rows` (a mask) computes the
+words of every env and advances the counters of the masked ones only: an env's numbers never
+depend on which others were selected.
 
 The generator is splitmix64 over a 64-bit key and a per-(env, stream) counter: statistically
 adequate for simulation noise (it passes BigCrush as a counter-mode generator) and not
@@ -15,17 +22,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from mjvec.errors import ConfigError
+from mjvec.xp import Rows, namespace_of
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 _TWO_POW_M32 = 1.0 / 4294967296.0
+
+
+def _signed(value: np.uint64) -> int:
+    """A uint64 constant as the int64 with the same bits (the device path's arithmetic)."""
+    value = int(value)
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -43,6 +59,18 @@ def _mix_inplace(x: np.ndarray) -> np.ndarray:
     x *= _M2
     x ^= x >> np.uint64(31)
     return x
+
+
+def _shr(x: Any, k: int) -> Any:
+    """Logical right shift of an int64 tensor (torch's >> is arithmetic)."""
+    return (x >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix_signed(x: Any) -> Any:
+    """`_mix` on int64 tensors: the same bits as the uint64 computation."""
+    x = (x ^ _shr(x, 30)) * _signed(_M1)
+    x = (x ^ _shr(x, 27)) * _signed(_M2)
+    return x ^ _shr(x, 31)
 
 
 @functools.lru_cache(maxsize=64)
@@ -66,27 +94,41 @@ def _as_seed(value: object, what: str) -> int:
     return int(value)
 
 
+def _size(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
 class EnvRandom:
     """Random streams for `len(global_ids)` envs.
 
     global_ids: (N,) the global ids of this process's envs (local env i has global_ids[i]).
-    Each stream is named by a string; the same name always means the same stream. Methods take
-    local env ids (K,) and return arrays with a leading K axis; each call advances the counters of
-    exactly those envs on that stream.
+    like: an array whose namespace and device the streams live in (None: numpy on the host).
+    Each stream is named by a string; the same name always means the same stream. Draws take the
+    envs concerned as `Rows` (or host ids) and return arrays with a leading axis of the selection's
+    rows (see `mjvec.xp.Rows`); each call advances the counters of exactly those envs on that stream.
     """
 
-    def __init__(self, global_ids: np.ndarray, seed: int | Sequence[int] | None = None) -> None:
+    def __init__(self, global_ids: np.ndarray, seed: int | Sequence[int] | None = None, *, like: Any = None) -> None:
         self._global_ids = np.asarray(global_ids, dtype=np.uint64).reshape(-1)
-        self._keys = np.zeros(self._global_ids.size, dtype=np.uint64)
-        self._counters: dict[str, np.ndarray] = {}
+        self._host = like is None or isinstance(like, np.ndarray)
+        self._xp = namespace_of(like) if not self._host else None
+        self._device = None if self._host else like.device
+        self._keys: Any = self._zeros()
+        self._counters: dict[str, Any] = {}
+        self._device_steps: dict[int, Any] = {}
         self.seed(seed)
 
     @property
     def num_envs(self) -> int:
         return int(self._global_ids.size)
 
+    def _zeros(self) -> Any:
+        if self._host:
+            return np.zeros(self.num_envs, dtype=np.uint64)
+        return self._xp.zeros(self.num_envs, dtype=self._xp.int64, device=self._device)
+
     def seed(self, seed: int | Sequence[int] | None, env_ids: np.ndarray | None = None) -> None:
-        """(Re)key the streams of `env_ids` (all envs if None) and zero their counters.
+        """(Re)key the streams of host ids `env_ids` (all envs if None) and zero their counters.
 
         seed: one int for every env (env e is keyed by (seed, global id of e)), a sequence with
         one int per selected env, or None for fresh OS entropy.
@@ -104,87 +146,133 @@ class EnvRandom:
                 )
             seeds = np.array([_as_seed(v, f"seed[{i}]") for i, v in enumerate(values)], dtype=np.uint64)
         with np.errstate(over="ignore"):
-            self._keys[ids] = _mix(_mix(seeds * _GOLDEN + np.uint64(1)) ^ self._global_ids[ids])
+            keys = _mix(_mix(seeds * _GOLDEN + np.uint64(1)) ^ self._global_ids[ids])
+        if self._host:
+            self._keys[ids] = keys
+            for counters in self._counters.values():
+                counters[ids] = 0
+            return
+        index = self._xp.asarray(ids, device=self._device)
+        self._keys[index] = self._xp.asarray(keys.view(np.int64), device=self._device)
         for counters in self._counters.values():
-            counters[ids] = 0
+            counters[index] = 0
 
-    def bits(self, env_ids: np.ndarray, stream: str, count: int) -> np.ndarray:
-        """(K, count) uint64 raw random words; advances each env's counter on `stream` by count."""
-        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+    def _rows(self, rows: Rows | np.ndarray) -> Rows:
+        return rows if isinstance(rows, Rows) else Rows.of_ids(rows, self.num_envs)
+
+    def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
+        """(rows, count) raw random words (uint64 on the host, int64 with the same bits on a device);
+        advances each selected env's counter on `stream` by count."""
+        rows = self._rows(rows)
         counters = self._counters.get(stream)
         if counters is None:
-            counters = self._counters[stream] = np.zeros(self.num_envs, dtype=np.uint64)
-        start = counters[ids]
-        counters[ids] = start + np.uint64(count)
-        with np.errstate(over="ignore"):
-            # splitmix64 of (key + counter * golden): the state at this env's first counter, plus
-            # the per-word increments, then the finalizer in place.
-            base = (self._keys[ids] ^ _stream_tag(stream)) + start * _GOLDEN
-            return _mix_inplace(base[:, None] + _golden_steps(count)[None, :])
+            counters = self._counters[stream] = self._zeros()
+        if self._host:
+            ids = rows.ids if rows.ids is not None else rows.host_ids()
+            start = counters[ids]
+            counters[ids] = start + np.uint64(count)
+            with np.errstate(over="ignore"):
+                # splitmix64 of (key + counter * golden): the state at this env's first counter, plus
+                # the per-word increments, then the finalizer in place.
+                base = (self._keys[ids] ^ _stream_tag(stream)) + start * _GOLDEN
+                return _mix_inplace(base[:, None] + _golden_steps(count)[None, :])
+        xp = self._xp
+        steps = self._device_steps.get(count)
+        if steps is None:
+            steps = self._device_steps[count] = xp.asarray(_golden_steps(count).view(np.int64).copy(),
+                                                           device=self._device)
+        if rows.dense:
+            base = (self._keys ^ _signed(_stream_tag(stream))) + counters * _signed(_GOLDEN)
+            counters += xp.astype(rows.mask, xp.int64) * count
+        else:
+            index = xp.asarray(rows.ids, device=self._device)
+            start = counters[index]
+            base = (self._keys[index] ^ _signed(_stream_tag(stream))) + start * _signed(_GOLDEN)
+            counters[index] = start + count
+        return _mix_signed(base[:, None] + steps[None, :])
 
-    def uniform(
-        self,
-        env_ids: np.ndarray,
-        stream: str,
-        low: float | np.ndarray = 0.0,
-        high: float | np.ndarray = 1.0,
-        shape: tuple[int, ...] = (),
-    ) -> np.ndarray:
-        """(K, *shape) float64 uniform in [low, high); low/high broadcast against shape."""
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        u = (self.bits(env_ids, stream, n) >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
-        u = u.reshape(-1, *shape)
-        return np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
+    def uniform(self, rows: Rows | np.ndarray, stream: str, low: Any = 0.0, high: Any = 1.0,
+                shape: tuple[int, ...] = ()) -> Any:
+        """(rows, *shape) float64 uniform in [low, high); low/high broadcast against shape."""
+        w = self.bits(rows, stream, _size(shape))
+        if self._host:
+            u = (w >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
+            u = u.reshape(-1, *shape)
+            return np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
+        xp = self._xp
+        u = xp.reshape(xp.astype(_shr(w, 11), xp.float64) * _TWO_POW_M53, (-1, *shape))
+        low, high = (xp.asarray(v, dtype=xp.float64, device=self._device) for v in (low, high))
+        return low + (high - low) * u
 
-    def normal(self, env_ids: np.ndarray, stream: str, shape: tuple[int, ...] = (),
-               dtype: type = np.float64) -> np.ndarray:
-        """(K, *shape) standard normal: Box-Muller, both outputs of each pair.
+    def normal(self, rows: Rows | np.ndarray, stream: str, shape: tuple[int, ...] = (),
+               dtype: Any = np.float64) -> Any:
+        """(rows, *shape) standard normal: Box-Muller, both outputs of each pair.
 
         Each 64-bit word gives two 32-bit uniforms (u1 in (0, 1], u2 in [0, 1)) and so two
         normals, r cos(2 pi u2) and r sin(2 pi u2) with r = sqrt(-2 ln u1). The 32-bit u1 bounds
         |z| by sqrt(64 ln 2) (about 6.7 sigma), far in the tail for simulation noise. dtype
         np.float32 computes the transforms in single precision (for float32 observation noise).
         """
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        pairs = (n + 1) // 2
-        w = self.bits(env_ids, stream, pairs)
-        scale = dtype(_TWO_POW_M32)
-        u1 = ((w >> np.uint64(32)).astype(dtype) + dtype(1.0)) * scale
-        angle = (w & np.uint64(0xFFFFFFFF)).astype(dtype) * (dtype(2.0 * np.pi) * scale)
-        r = np.sqrt(dtype(-2.0) * np.log(u1))
-        z = np.concatenate([r * np.cos(angle), r * np.sin(angle)], axis=1)[:, :n]
-        return z.reshape(-1, *shape)
+        n = _size(shape)
+        w = self.bits(rows, stream, (n + 1) // 2)
+        if self._host:
+            scale = dtype(_TWO_POW_M32)
+            u1 = ((w >> np.uint64(32)).astype(dtype) + dtype(1.0)) * scale
+            angle = (w & np.uint64(0xFFFFFFFF)).astype(dtype) * (dtype(2.0 * np.pi) * scale)
+            r = np.sqrt(dtype(-2.0) * np.log(u1))
+            z = np.concatenate([r * np.cos(angle), r * np.sin(angle)], axis=1)[:, :n]
+            return z.reshape(-1, *shape)
+        xp = self._xp
+        fdtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+        u1 = (xp.astype(_shr(w, 32), fdtype) + 1.0) * _TWO_POW_M32
+        angle = xp.astype(w & 0xFFFFFFFF, fdtype) * (2.0 * math.pi * _TWO_POW_M32)
+        r = xp.sqrt(-2.0 * xp.log(u1))
+        z = xp.concat([r * xp.cos(angle), r * xp.sin(angle)], axis=1)[:, :n]
+        return xp.reshape(z, (-1, *shape))
 
-    def integers(
-        self, env_ids: np.ndarray, stream: str, low: int, high: int, shape: tuple[int, ...] = ()
-    ) -> np.ndarray:
-        """(K, *shape) int64 uniform in [low, high)."""
+    def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
+                 shape: tuple[int, ...] = ()) -> Any:
+        """(rows, *shape) int64 uniform in [low, high)."""
         if high <= low:
             raise ConfigError(f"integers needs high > low, got low={low}, high={high}")
         span = high - low
-        if span <= 1 << 11:
-            # floor(u * span) with u = the word's top 53 bits / 2^53, in exact integer arithmetic
-            # (the product stays below 2^64): the float path's numbers in fewer passes.
-            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            w = self.bits(env_ids, stream, n)
+        if span > 1 << 11:
+            u = self.uniform(rows, stream, 0.0, 1.0, shape)
+            if self._host:
+                return np.minimum(low + np.floor(u * span).astype(np.int64), high - 1)
+            xp = self._xp
+            return xp.clip(low + xp.astype(xp.floor(u * span), xp.int64), max=high - 1)
+        # floor(u * span) with u = the word's top 53 bits / 2^53, in exact integer arithmetic (the
+        # product stays below 2^64): the float path's numbers in fewer passes.
+        w = self.bits(rows, stream, _size(shape))
+        if self._host:
             w >>= np.uint64(11)
             w *= np.uint64(span)
             w >>= np.uint64(53)
             return (w.astype(np.int64) + low).reshape(-1, *shape)
-        u = self.uniform(env_ids, stream, 0.0, 1.0, shape)
-        return np.minimum(low + np.floor(u * span).astype(np.int64), high - 1)
+        return self._xp.reshape(_shr(_shr(w, 11) * span, 53) + low, (-1, *shape))
 
-    def quaternion(self, env_ids: np.ndarray, stream: str) -> np.ndarray:
-        """(K, 4) uniformly random unit quaternions, wxyz (Shoemake's method)."""
-        u = self.uniform(env_ids, stream, 0.0, 1.0, (3,))
+    def quaternion(self, rows: Rows | np.ndarray, stream: str) -> Any:
+        """(rows, 4) uniformly random unit quaternions, wxyz (Shoemake's method)."""
+        u = self.uniform(rows, stream, 0.0, 1.0, (3,))
+        xp = np if self._host else self._xp
         a, b, c = u[:, 0], u[:, 1], u[:, 2]
-        q = np.stack(
+        return xp.stack(
             [
-                np.sqrt(a) * np.cos(2 * np.pi * c),
-                np.sqrt(1 - a) * np.sin(2 * np.pi * b),
-                np.sqrt(1 - a) * np.cos(2 * np.pi * b),
-                np.sqrt(a) * np.sin(2 * np.pi * c),
+                xp.sqrt(a) * xp.cos(2 * np.pi * c),
+                xp.sqrt(1 - a) * xp.sin(2 * np.pi * b),
+                xp.sqrt(1 - a) * xp.cos(2 * np.pi * b),
+                xp.sqrt(a) * xp.sin(2 * np.pi * c),
             ],
             axis=1,
         )
-        return q
+
+
+def words_as_uint64(words: Any) -> np.ndarray:
+    """Host uint64 view of `bits` output from either namespace (for tests and comparisons)."""
+    if isinstance(words, np.ndarray):
+        return words
+    return words.detach().cpu().numpy().view(np.uint64)
+
+
+__all__ = ["EnvRandom", "words_as_uint64"]

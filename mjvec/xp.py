@@ -1,0 +1,146 @@
+"""Array namespaces and env selections: one task layer over numpy or over torch on a device.
+
+A backend declares the array namespace of its state (`Capabilities.array_namespace`): numpy for
+the CPU backend, torch on the backend's device for Warp. The task layer, the randomization
+wrappers and the random streams are written once against the array API standard (through
+`array_api_compat`, so numpy stays numpy and torch stays torch) and run where the state lives.
+
+`Rows` is the one new idea: WHICH envs an operation touches (a reset, a new goal, a draw).
+
+- numpy (host): the env ids themselves (K,), so work scales with K, as a plain loop would.
+- torch (device): a (N,) bool mask; every operation runs on all N rows and commits only the
+  masked ones. Nothing ever asks the device which envs are selected, so a step never waits for
+  the device (no host round trip): the cost of a dense row is what a GPU is for.
+
+Code written against `Rows` (`take`, `put`, draws from `EnvRandom` for `rows`) is the same for
+both; "the rows of a selection" means K rows on the host and N rows on the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+__all__ = ["Rows", "is_numpy", "namespace", "namespace_of", "to_host"]
+
+
+def namespace_of(*arrays: Any) -> Any:
+    """The array-API namespace of `arrays` (array_api_compat's numpy or torch namespace)."""
+    return array_api_compat.array_namespace(*arrays)
+
+
+def namespace(name: str) -> Any:
+    """The array-API namespace called `name` ("numpy" or "torch")."""
+    if name == "numpy":
+        import array_api_compat.numpy as xp
+    elif name == "torch":
+        import array_api_compat.torch as xp
+    else:
+        raise ValueError(f"array namespace {name!r} is not one of {{numpy, torch}}")
+    return xp
+
+
+def is_numpy(xp: Any) -> bool:
+    """Whether `xp` (a namespace) is numpy's: host arrays, where selections are id lists."""
+    return array_api_compat.is_numpy_namespace(xp)
+
+
+def to_host(value: Any) -> np.ndarray:
+    """A numpy array of `value` (a device array is copied to the host: a synchronisation)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+class Rows:
+    """Which local envs an operation touches (see the module docstring).
+
+    Build with `Rows.of_ids` (host), `Rows.of_mask` (either namespace) or `Rows.all`. Host rows
+    hold sorted unique int64 `ids`; device rows hold a bool `mask` of num_envs.
+    """
+
+    __slots__ = ("_mask", "ids", "num_envs")
+
+    def __init__(self, num_envs: int, ids: np.ndarray | None = None, mask: Any = None) -> None:
+        if (ids is None) == (mask is None):
+            raise ValueError("Rows needs exactly one of ids (host) or mask (device)")
+        self.num_envs = int(num_envs)
+        self.ids = ids
+        self._mask = mask
+
+    @classmethod
+    def of_ids(cls, ids: Any, num_envs: int) -> Rows:
+        """Host rows of these local env ids (sorted unique int64, as the backends take them)."""
+        ids = np.asarray(ids, np.int64).reshape(-1)
+        return cls(num_envs, ids=ids)
+
+    @classmethod
+    def of_mask(cls, mask: Any) -> Rows:
+        """Rows where `mask` (N,) is True: ids for a numpy mask, the mask itself on a device."""
+        if isinstance(mask, np.ndarray):
+            return cls(mask.shape[0], ids=np.flatnonzero(mask).astype(np.int64))
+        return cls(int(mask.shape[0]), mask=mask)
+
+    @classmethod
+    def all(cls, num_envs: int, like: Any = None) -> Rows:
+        """Every env: host ids, or an all-True mask on the device of the array `like`."""
+        if like is None or isinstance(like, np.ndarray):
+            return cls(num_envs, ids=np.arange(num_envs, dtype=np.int64))
+        xp = namespace_of(like)
+        return cls(num_envs, mask=xp.ones(num_envs, dtype=xp.bool, device=array_api_compat.device(like)))
+
+    @property
+    def dense(self) -> bool:
+        """True on a device: operations run on all num_envs rows and commit the masked ones."""
+        return self.ids is None
+
+    @property
+    def size(self) -> int:
+        """The number of rows an operation on this selection produces (K on the host, N on a device)."""
+        return self.num_envs if self.ids is None else int(self.ids.size)
+
+    def any(self) -> bool:
+        """Whether there may be work: False only when a host selection is empty (a device one is
+        never inspected)."""
+        return self.ids is None or self.ids.size > 0
+
+    @property
+    def mask(self) -> Any:
+        """(N,) bool: the selection as a mask (numpy on the host, the device mask otherwise)."""
+        if self._mask is None:
+            mask = np.zeros(self.num_envs, bool)
+            mask[self.ids] = True
+            self._mask = mask
+        return self._mask
+
+    def selector(self) -> Any:
+        """What a backend's reset takes: the host ids (rows of K) or the device mask (rows of N)."""
+        return self.mask if self.ids is None else self.ids
+
+    def take(self, array: Any) -> Any:
+        """The selection's rows of `array` (N, ...): `array[ids]` on the host, `array` on a device."""
+        return array if self.ids is None else array[self.ids]
+
+    def put(self, target: Any, values: Any) -> None:
+        """Write the selection's rows `values` into `target` (N, ...) in place; other rows stay."""
+        if self.ids is not None:
+            target[self.ids] = values
+            return
+        xp = namespace_of(target)
+        mask = xp.reshape(self._mask, (self.num_envs, *([1] * (target.ndim - 1))))
+        target[...] = xp.where(mask, xp.asarray(values, dtype=target.dtype, device=target.device), target)
+
+    def host_ids(self) -> np.ndarray:
+        """The selected ids on the host. On a device this copies the mask back: a synchronisation,
+        for host-only consumers (model-field writes), never in a step's device path."""
+        if self.ids is not None:
+            return self.ids
+        return np.flatnonzero(to_host(self._mask)).astype(np.int64)
+
+    def __repr__(self) -> str:
+        what = f"ids={self.ids.tolist()[:8]}" if self.ids is not None else "device mask"
+        return f"Rows(num_envs={self.num_envs}, {what})"
