@@ -108,6 +108,10 @@ class PlainBackend:
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         raise NotImplementedError("the plain alternative has no batched field writes")
 
+    def field_version(self, field_name: str) -> int:
+        """Always 0: the plain alternative has no field writes."""
+        return 0
+
     def env_template(self, env_id: int) -> mujoco.MjModel:
         return self._models[env_id]
 

@@ -2,8 +2,9 @@
 
 A backend declares the array namespace of its state (`Capabilities.array_namespace`): numpy for
 the CPU backend, torch on the backend's device for Warp. The task layer, the randomization
-wrappers and the random streams are written once against the array API standard (through
-`array_api_compat`, so numpy stays numpy and torch stays torch) and run where the state lives.
+wrappers and the random streams are written once against the array API standard and run where
+the state lives: on the host the namespace is numpy itself (numpy >= 2.1 has the standard's names,
+so the host path pays no wrapper), on a device it is `array_api_compat.torch`.
 
 `Rows` is the one new idea: WHICH envs an operation touches (a reset, a new goal, a draw).
 
@@ -27,24 +28,26 @@ __all__ = ["Rows", "is_numpy", "namespace", "namespace_of", "to_host"]
 
 
 def namespace_of(*arrays: Any) -> Any:
-    """The array-API namespace of `arrays` (array_api_compat's numpy or torch namespace)."""
+    """The array namespace of `arrays`: numpy for numpy arrays, array_api_compat's torch otherwise."""
+    if all(isinstance(a, (np.ndarray, np.generic)) for a in arrays):
+        return np
     return array_api_compat.array_namespace(*arrays)
 
 
 def namespace(name: str) -> Any:
-    """The array-API namespace called `name` ("numpy" or "torch")."""
+    """The array namespace called `name` ("numpy" or "torch")."""
     if name == "numpy":
-        import array_api_compat.numpy as xp
-    elif name == "torch":
+        return np
+    if name == "torch":
         import array_api_compat.torch as xp
-    else:
-        raise ValueError(f"array namespace {name!r} is not one of {{numpy, torch}}")
-    return xp
+
+        return xp
+    raise ValueError(f"array namespace {name!r} is not one of {{numpy, torch}}")
 
 
 def is_numpy(xp: Any) -> bool:
     """Whether `xp` (a namespace) is numpy's: host arrays, where selections are id lists."""
-    return array_api_compat.is_numpy_namespace(xp)
+    return xp is np or array_api_compat.is_numpy_namespace(xp)
 
 
 def to_host(value: Any) -> np.ndarray:
@@ -63,20 +66,27 @@ class Rows:
     hold sorted unique int64 `ids`; device rows hold a bool `mask` of num_envs.
     """
 
-    __slots__ = ("_mask", "ids", "num_envs")
+    __slots__ = ("_mask", "everything", "ids", "num_envs")
 
-    def __init__(self, num_envs: int, ids: np.ndarray | None = None, mask: Any = None) -> None:
+    def __init__(self, num_envs: int, ids: np.ndarray | None = None, mask: Any = None,
+                 everything: bool = False) -> None:
         if (ids is None) == (mask is None):
             raise ValueError("Rows needs exactly one of ids (host) or mask (device)")
         self.num_envs = int(num_envs)
         self.ids = ids
         self._mask = mask
+        self.everything = everything  # every env, in order: take/put need no indexing
 
     @classmethod
     def of_ids(cls, ids: Any, num_envs: int) -> Rows:
         """Host rows of these local env ids (sorted unique int64, as the backends take them)."""
         ids = np.asarray(ids, np.int64).reshape(-1)
         return cls(num_envs, ids=ids)
+
+    @classmethod
+    def of(cls, rows: Any, num_envs: int) -> Rows:
+        """`rows` itself if it is Rows, else host rows of these ids (a convenience for host code)."""
+        return rows if isinstance(rows, Rows) else cls.of_ids(rows, num_envs)
 
     @classmethod
     def of_mask(cls, mask: Any) -> Rows:
@@ -89,9 +99,10 @@ class Rows:
     def all(cls, num_envs: int, like: Any = None) -> Rows:
         """Every env: host ids, or an all-True mask on the device of the array `like`."""
         if like is None or isinstance(like, np.ndarray):
-            return cls(num_envs, ids=np.arange(num_envs, dtype=np.int64))
+            return cls(num_envs, ids=np.arange(num_envs, dtype=np.int64), everything=True)
         xp = namespace_of(like)
-        return cls(num_envs, mask=xp.ones(num_envs, dtype=xp.bool, device=array_api_compat.device(like)))
+        return cls(num_envs, mask=xp.ones(num_envs, dtype=xp.bool, device=array_api_compat.device(like)),
+                   everything=True)
 
     @property
     def dense(self) -> bool:
@@ -123,10 +134,13 @@ class Rows:
 
     def take(self, array: Any) -> Any:
         """The selection's rows of `array` (N, ...): `array[ids]` on the host, `array` on a device."""
-        return array if self.ids is None else array[self.ids]
+        return array if self.ids is None or self.everything else array[self.ids]
 
     def put(self, target: Any, values: Any) -> None:
         """Write the selection's rows `values` into `target` (N, ...) in place; other rows stay."""
+        if self.everything:
+            target[...] = values
+            return
         if self.ids is not None:
             target[self.ids] = values
             return
@@ -134,12 +148,48 @@ class Rows:
         mask = xp.reshape(self._mask, (self.num_envs, *([1] * (target.ndim - 1))))
         target[...] = xp.where(mask, xp.asarray(values, dtype=target.dtype, device=target.device), target)
 
+    def union(self, mask: Any) -> Rows:
+        """These rows plus the envs where `mask` (N,) is True, in this selection's form."""
+        if self.everything:
+            return self
+        if self.ids is None:
+            return Rows(self.num_envs, mask=self._mask | mask)
+        extra = np.flatnonzero(mask)
+        if not extra.size:
+            return self
+        return Rows(self.num_envs, ids=np.union1d(self.ids, extra).astype(np.int64))
+
+    def put_columns(self, target: Any, columns: Any, values: Any) -> None:
+        """Write `values` (rows of the selection, len(columns)) into `target[:, columns]` in place."""
+        if self.everything:
+            target[:, columns] = values
+            return
+        if self.ids is not None:
+            target[self.ids[:, None], columns[None, :]] = values
+            return
+        xp = namespace_of(target)
+        current = target[:, columns]
+        target[:, columns] = xp.where(self._mask[:, None], xp.asarray(values, dtype=target.dtype), current)
+
     def host_ids(self) -> np.ndarray:
         """The selected ids on the host. On a device this copies the mask back: a synchronisation,
         for host-only consumers (model-field writes), never in a step's device path."""
         if self.ids is not None:
             return self.ids
         return np.flatnonzero(to_host(self._mask)).astype(np.int64)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Host rows convert to their ids, so code written for an id array keeps working on the
+        host; a device selection refuses (it has no host ids without waiting for the device)."""
+        if self.ids is None:
+            raise TypeError(
+                "a device Rows has no host ids without a synchronisation; use rows.take / rows.put, or "
+                "rows.host_ids() where waiting for the device is acceptable"
+            )
+        return self.ids if dtype is None else self.ids.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.size
 
     def __repr__(self) -> str:
         what = f"ids={self.ids.tolist()[:8]}" if self.ids is not None else "device mask"

@@ -32,8 +32,9 @@ def test_lifecycle_events_and_order():
     env = ToyPendulumEnv(4, max_steps=4)
     calls = []
 
-    def on_reset(ids):
+    def on_reset(rows):
         # Fired BEFORE the state reset: the env still has its step counter from the episode.
+        ids = rows.ids
         calls.append(("reset", ids.tolist(), env.backend.qpos[ids, 0].copy(), env.steps[ids].copy()))
 
     env.lifecycle.subscribe("startup", lambda: calls.append(("startup", env.steps.copy())))
@@ -68,7 +69,8 @@ def test_lifecycle_events_and_order():
 def test_lifecycle_reset_fired_in_same_step_and_sim_error_paths():
     env = ToyPendulumEnv(4, autoreset_mode="same_step", max_steps=3)
     seen = []
-    env.lifecycle.subscribe("reset", lambda ids: seen.append((ids.tolist(), env.mocap_pos[ids, 0, 0].copy())))
+    env.lifecycle.subscribe("reset", lambda rows: seen.append((rows.ids.tolist(),
+                                                                env.mocap_pos[rows.ids, 0, 0].copy())))
     env.reset(seed=0)
     for t in range(3):
         target_before = env.mocap_pos[:, 0, 0].copy()

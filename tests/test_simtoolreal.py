@@ -433,14 +433,6 @@ def test_bad_num_envs_and_single_env_options_raise():
 
 
 def test_backend_checks_raise():
-    from types import SimpleNamespace
-
-    from mjvec.backends.base import Capabilities
-    from mjvec.envs.simtoolreal import SimToolRealEnv
-
-    caps = Capabilities(backend="fake", fields={}, array_namespace="torch", device="cpu", exact_variants=False)
-    with pytest.raises(ConfigError, match="computes its task on numpy state; the 'fake' backend keeps 'torch'"):
-        SimToolRealEnv(SimpleNamespace(capabilities=caps), catalog=default_catalog())
     with pytest.raises(ConfigError, match=r"num_threads applies to threaded backends \('cpu'\); drop it for "
                                           r"backend='warp'"):
         gym.make_vec(ENV_ID, num_envs=2, backend="warp", num_threads=2)

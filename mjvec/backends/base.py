@@ -308,6 +308,17 @@ class SceneBackend:
         """(write, env_ids, values) of each write, validated against the declared fields."""
         return [(w, *check_write(w, self._capabilities.require(w.field), self.num_envs)) for w in writes]
 
+    def _count_writes(self, writes: Sequence[FieldWrite]) -> None:
+        """Count a validated batch's writes per field (`field_version`)."""
+        versions = self.__dict__.setdefault("_field_versions", {})
+        for write in writes:
+            versions[write.field] = versions.get(write.field, 0) + 1
+
+    def field_version(self, field_name: str) -> int:
+        """How many write batches have touched `field_name` so far (a host counter: a consumer that
+        caches a field on a device re-reads it only when this changes)."""
+        return self.__dict__.get("_field_versions", {}).get(field_name, 0)
+
     def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
         """Set state input `name` of local envs `env_ids` (None: all) at rows `index` of its first
         per-env axis (None: the whole tail) to `values`; it takes effect at the next step.
@@ -506,6 +517,15 @@ def check_input_write(name: str, capabilities: Capabilities, shape: tuple[int, .
             )
         rows = rows.astype(np.int64)
         tail = (rows.size, *tail[1:])
+    if not isinstance(values, np.ndarray) and hasattr(values, "is_floating_point"):
+        # A device tensor: its metadata is checked here; its values are not read back (that would
+        # wait for the device), so a non-finite value surfaces as that env's failed step instead.
+        if tuple(values.shape) != (count, *tail) or not values.is_floating_point():
+            raise FieldWriteError(
+                f"write_input({name!r}) values must be a float tensor of shape {(count, *tail)}, got "
+                f"{values.dtype} {tuple(values.shape)}"
+            )
+        return ids, rows, values
     values = np.asarray(values)
     if values.shape != (count, *tail) or values.dtype.kind not in "fiu" or not np.isfinite(values).all():
         raise FieldWriteError(

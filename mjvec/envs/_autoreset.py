@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, allowed
+from mjvec.xp import Rows, namespace_of
 
 RESET_OPTION_KEYS = ("reset_mask",)
 # Keys the base writes into step infos; a task's info must not use them.
@@ -119,13 +119,23 @@ def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
     )
 
 
-def masked_info(info: Mapping[str, Any], mask: np.ndarray, out: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Copy `info` into `out` with a ``"_key"`` mask (a copy of `mask`) beside every key; recurses."""
+def masked_info(info: Mapping[str, Any], mask: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Copy `info` into `out` with a ``"_key"`` mask (a copy of `mask`, in its namespace) beside
+    every key; recurses."""
     out = {} if out is None else out
     for key, value in info.items():
         out[key] = masked_info(value, mask) if isinstance(value, Mapping) else value
-        out[f"_{key}"] = mask.copy()
+        out[f"_{key}"] = _copy(mask)
     return out
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value.clone()
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(value)
 
 
 def check_task_info(info: Any, num_envs: int, owner: str) -> None:
@@ -140,68 +150,72 @@ def check_task_info(info: Any, num_envs: int, owner: str) -> None:
             )
         if isinstance(value, Mapping):
             check_task_info(value, num_envs, owner)
-        elif np.shape(value)[:1] != (num_envs,):
+        elif _shape(value)[:1] != (num_envs,):
             raise ConfigError(
-                f"{owner}._evaluate info[{key!r}] has shape {np.shape(value)}; expected leading dim {num_envs}"
+                f"{owner}._evaluate info[{key!r}] has shape {_shape(value)}; expected leading dim {num_envs}"
             )
 
 
 @dataclass
 class EpisodeStats:
-    """Per-env running return, length and start time of the current episode (native statistics).
+    """Per-env running return, length and start time of the current episode (native statistics),
+    in the env's array namespace.
 
     Counts the steps an env was actually stepped (a NEXT_STEP autoreset step is not part of any
     episode, as in gymnasium's RecordEpisodeStatistics).
     """
 
-    returns: np.ndarray
-    lengths: np.ndarray
-    starts: np.ndarray
+    returns: Any
+    lengths: Any
+    starts: Any
 
     @classmethod
-    def create(cls, num_envs: int) -> EpisodeStats:
-        return cls(np.zeros(num_envs), np.zeros(num_envs, np.int64), np.full(num_envs, time.perf_counter()))
+    def create(cls, num_envs: int, like: Any = None) -> EpisodeStats:
+        xp = namespace_of(like) if like is not None else np
+        device = None if like is None else like.device
+        zeros = xp.zeros(num_envs, dtype=xp.float64, device=device)
+        return cls(zeros, xp.zeros(num_envs, dtype=xp.int64, device=device), zeros + time.perf_counter())
 
-    def restart(self, env_ids: np.ndarray) -> None:
+    def restart(self, rows: Rows) -> None:
         """Zero the running stats of these envs (they start a new episode)."""
-        self.returns[env_ids] = 0.0
-        self.lengths[env_ids] = 0
-        self.starts[env_ids] = time.perf_counter()
+        rows.put(self.returns, 0.0)
+        rows.put(self.lengths, 0)
+        rows.put(self.starts, time.perf_counter())
 
-    def record(
-        self, stepped: np.ndarray, rewards: np.ndarray, done: np.ndarray, success: np.ndarray | None
-    ) -> dict[str, np.ndarray] | None:
-        """Add this step; return the ``info["episode"]`` dict for envs done now (None if none).
+    def record(self, stepped: Any, rewards: Any, done: Any, success: Any) -> dict[str, Any] | None:
+        """Add this step; return the ``info["episode"]`` dict for envs done now.
 
         r (float64), l (int64), t (float64 seconds since the episode's reset, rounded to 1 us),
-        and success (bool, when the task provides one). Rows where `done` is False are 0.
+        and success (bool, when the task provides one). Rows where `done` is False are 0. On the
+        host None when no env is done (on a device the dict is always built: no host round trip).
         """
-        self.returns += np.where(stepped, rewards, 0.0)
-        self.lengths += stepped
-        if not done.any():
+        xp = namespace_of(self.returns)
+        self.returns += xp.where(stepped, xp.astype(rewards, xp.float64), 0.0)
+        self.lengths += xp.astype(stepped, xp.int64)
+        if xp is np and not done.any():
             return None
-        elapsed = np.round(time.perf_counter() - self.starts, 6)
+        elapsed = xp.round((time.perf_counter() - self.starts) * 1e6) / 1e6
         episode = {
-            "r": np.where(done, self.returns, 0.0),
-            "l": np.where(done, self.lengths, 0),
-            "t": np.where(done, elapsed, 0.0),
+            "r": xp.where(done, self.returns, 0.0),
+            "l": xp.where(done, self.lengths, 0),
+            "t": xp.where(done, elapsed, 0.0),
         }
         if success is not None:
-            episode["success"] = np.asarray(success, dtype=bool) & done
+            episode["success"] = xp.astype(success, xp.bool) & done
         return episode
 
 
 def copy_obs(obs: Any) -> Any:
-    """A deep copy of an observation (numpy arrays, or a dict of them)."""
+    """A deep copy of an observation (arrays of either namespace, or a dict of them)."""
     if isinstance(obs, Mapping):
         return {k: copy_obs(v) for k, v in obs.items()}
-    return np.array(to_numpy(obs), copy=True)
+    return _copy(obs)
 
 
-def merge_rows(previous: Any, fresh: Any, ids: np.ndarray) -> Any:
-    """A copy of `previous` with the rows `ids` taken from `fresh` (recursing into dicts)."""
+def merge_rows(previous: Any, fresh: Any, rows: Rows) -> Any:
+    """A copy of `previous` with the selection's rows taken from `fresh` (recursing into dicts)."""
     if isinstance(previous, Mapping):
-        return {k: merge_rows(previous[k], fresh[k], ids) for k in previous}
-    out = np.array(to_numpy(previous), copy=True)
-    out[ids] = to_numpy(fresh)[ids]
+        return {k: merge_rows(previous[k], fresh[k], rows) for k in previous}
+    out = _copy(previous)
+    rows.put(out, rows.take(fresh))
     return out

@@ -85,27 +85,12 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
     unsupported type, ActionError for the wrong shape or non-finite values (naming the envs).
     """
     if _is_torch_tensor(actions):
-        array = _tensor_to_numpy(actions)
+        array = check_host_dtype_and_shape(_tensor_to_numpy(actions), shape)
     elif isinstance(actions, (np.ndarray, list, tuple)):
-        try:
-            array = np.asarray(actions)
-        except ValueError as error:  # numpy refuses nested lists of unequal lengths
-            raise ActionError(
-                f"actions are a ragged nested list (row lengths {_row_lengths(actions)}); expected {shape} "
-                "(num_envs, action_dim), one equal-length row per env"
-            ) from error
+        array = check_host_dtype_and_shape(actions, shape)
     else:
         raise ActionTypeError(
             f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
-        )
-    if array.dtype.kind != "f":
-        raise ActionTypeError(
-            f"actions must have a floating-point dtype, got {array.dtype}; cast with .astype(np.float32)"
-        )
-    if array.shape != shape:
-        raise ActionError(
-            f"actions have shape {array.shape}; expected {shape} (num_envs, action_dim). "
-            "Batch one action row per env."
         )
     finite = np.isfinite(array).all(axis=1)
     if not finite.all():
@@ -115,6 +100,66 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
             f"{' ...' if bad.size > 16 else ''} ({bad.size} of {shape[0]}); every action must be finite"
         )
     return np.clip(array.astype(np.float64, copy=False), low, high)
+
+
+def check_device_actions(actions: Any, shape: tuple[int, int], low: Any, high: Any) -> tuple[Any, Any]:
+    """Validate an action batch for an env whose state is on a device; return (actions, bad).
+
+    actions: a tensor (any device, moved to `low`'s) or a numpy array (copied to the device).
+    Type, dtype and shape are checked on the host (they are metadata: no waiting for the device)
+    and raise as in `check_actions`. Values are NOT inspected on the host: `bad` (N,) bool marks
+    the rows with a non-finite value, whose actions are replaced by zeros; the env treats those
+    envs as failed this step (reset, truncated, `info["sim_error"]`). Returns actions in `low`'s
+    dtype, clipped to [low, high].
+    """
+    torch = sys.modules["torch"]
+    if _is_torch_tensor(actions):
+        if not actions.dtype.is_floating_point:
+            raise ActionTypeError(
+                f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
+            )
+        if actions.device.type == "meta":
+            raise ActionTypeError(
+                "actions are a tensor on the meta device, which has shapes but no values; pass a tensor on "
+                f"{low.device}"
+            )
+        tensor = actions.detach()
+    elif isinstance(actions, (np.ndarray, list, tuple)):
+        tensor = torch.as_tensor(check_host_dtype_and_shape(actions, shape))
+    else:
+        raise ActionTypeError(
+            f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
+        )
+    if tuple(tensor.shape) != shape:
+        raise ActionError(
+            f"actions have shape {tuple(tensor.shape)}; expected {shape} (num_envs, action_dim). "
+            "Batch one action row per env."
+        )
+    tensor = tensor.to(device=low.device, dtype=low.dtype)
+    bad = ~torch.isfinite(tensor).all(dim=1)
+    tensor = torch.where(bad[:, None], torch.zeros((), dtype=low.dtype, device=low.device), tensor)
+    return torch.clamp(tensor, low, high), bad
+
+
+def check_host_dtype_and_shape(actions: Any, shape: tuple[int, int]) -> np.ndarray:
+    """A numpy action batch of a float dtype and the expected shape, or the errors `check_actions` raises."""
+    try:
+        array = np.asarray(actions)
+    except ValueError as error:  # numpy refuses nested lists of unequal lengths
+        raise ActionError(
+            f"actions are a ragged nested list (row lengths {_row_lengths(actions)}); expected {shape} "
+            "(num_envs, action_dim), one equal-length row per env"
+        ) from error
+    if array.dtype.kind != "f":
+        raise ActionTypeError(
+            f"actions must have a floating-point dtype, got {array.dtype}; cast with .astype(np.float32)"
+        )
+    if array.shape != shape:
+        raise ActionError(
+            f"actions have shape {array.shape}; expected {shape} (num_envs, action_dim). "
+            "Batch one action row per env."
+        )
+    return array
 
 
 def _tensor_to_numpy(actions: Any) -> np.ndarray:
@@ -142,7 +187,7 @@ def to_output(value: Any, torch: Any, device: Any) -> Any:
     """Convert an (N, ...) array, or a dict of them, to the env's output type.
 
     torch None: numpy (a torch tensor is copied to host). Otherwise ``torch.as_tensor`` on `device`
-    (zero-copy for a numpy array when the device is the CPU).
+    (zero-copy for a numpy array when the device is the CPU, and for a tensor already there).
     """
     if isinstance(value, Mapping):
         return {key: to_output(item, torch, device) for key, item in value.items()}

@@ -76,13 +76,14 @@ from mjvec.envs._autoreset import (
     parse_seed,
 )
 from mjvec.envs._guard import exclusive, not_copyable
-from mjvec.envs.arrays import check_actions, resolve_output, to_numpy, to_output
+from mjvec.envs.arrays import check_actions, check_device_actions, resolve_output, to_numpy, to_output
 from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
 from mjvec.envs.render import LazyFrames, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.randomization.hooks import ObsEvent, ObsTransform
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
+from mjvec.xp import Rows, is_numpy, namespace_of
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
 
@@ -92,8 +93,6 @@ RENDER_MODES = ("rgb_array",)
 MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
 
 
-_NO_IDS = np.zeros(0, np.int64)
-_NO_IDS.setflags(write=False)
 
 
 class MjVecEnv(VectorEnvAPI, VectorEnv):
@@ -154,7 +153,12 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
             )
         self.global_env_ids = int(backend.env_id_offset) + np.arange(self.num_envs, dtype=np.int64)
         self.global_env_ids.setflags(write=False)
-        self.rng = EnvRandom(self.global_env_ids, None)
+        # The task runs where the backend's state lives: numpy on the host, torch on a device.
+        like = backend.qpos
+        self.xp = namespace_of(like)
+        self._host = is_numpy(self.xp)
+        self._like = None if self._host else like
+        self.rng = EnvRandom(self.global_env_ids, None, like=self._like)
         self.lifecycle = Lifecycle()
         self.frame_skip = int(frame_skip)
         self.control_dt = self.frame_skip * float(backend.model.opt.timestep)
@@ -174,14 +178,14 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         )
 
         self._action_shape = (self.num_envs, int(single_action_space.shape[0]))
-        self._action_low = np.asarray(single_action_space.low, np.float64)
-        self._action_high = np.asarray(single_action_space.high, np.float64)
+        self._action_low = self.asarray(np.asarray(single_action_space.low, np.float64), like.dtype)
+        self._action_high = self.asarray(np.asarray(single_action_space.high, np.float64), like.dtype)
         self._record_stats = bool(record_episode_statistics)
-        self._stats = EpisodeStats.create(self.num_envs)
+        self._stats = EpisodeStats.create(self.num_envs, self._like)
         # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
-        self._needs_reset = np.zeros(self.num_envs, bool)
-        self._all_ids = np.arange(self.num_envs, dtype=np.int64)
-        self._all_ids.setflags(write=False)
+        self._needs_reset = self.zeros((), self.xp.bool)
+        self._all_rows = Rows.all(self.num_envs, self._like)
+        self._no_rows = Rows.of_mask(self._needs_reset) if not self._host else Rows.of_ids([], self.num_envs)
         self._has_reset = False
         self._checked_obs = False
         self._checked_info = False
@@ -236,10 +240,10 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
     def add_observation_transform(self, fn: ObsTransform) -> Callable[[], None]:
         """Apply `fn(obs, event)` to the numpy observation of reset() and step(), in the order added.
 
-        event: an `ObsEvent` (``stepped`` and the ``reset_ids`` whose rows start an episode; see its
-        docstring). The transform sees the task's fresh numpy obs (a dict for dict spaces) and
-        returns one of the same layout, before the torch conversion. On a reset only the rows in
-        ``event.reset_ids`` are used; the other rows are returned as they were last. SAME_STEP's
+        event: an `ObsEvent` (``stepped`` and the ``reset`` rows that start an episode; see its
+        docstring). The transform sees the task's fresh obs in the state's namespace (a dict for
+        dict spaces) and returns one of the same layout, before any output conversion. On a reset
+        only the ``event.reset`` rows are used; the others are returned as they were last. SAME_STEP's
         ``final_obs`` is a stepped batch through the transforms. Returns an unsubscribe function.
         """
         return _subscribe(self._obs_transforms, fn)
@@ -272,20 +276,23 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
                 "the first reset() must reset every env; call reset() without a reset_mask first"
             )
         super().reset(seed=seed if isinstance(seed, int) else None)
-        ids = self._all_ids if mask is None else np.flatnonzero(mask).astype(np.int64)
+        ids = np.arange(self.num_envs, dtype=np.int64) if mask is None else np.flatnonzero(mask).astype(np.int64)
         if isinstance(seed, int):
             self.rng.seed(seed, env_ids=ids)
         elif seed is not None:
             self.rng.seed([seed[i] for i in ids], env_ids=ids)
         self.lifecycle.fire_startup()
-        self._reset_ids(ids)
+        rows = self._all_rows if mask is None else self._rows_of_host_mask(mask)
+        self._reset_rows(rows)
         self._has_reset = True
-        obs = self._transform_obs(self._observe(), ObsEvent(False, ids), previous=self._last_obs)
-        info = self._reset_info(ids)
+        obs = self._transform_obs(self._observe(), ObsEvent(False, rows), previous=self._last_obs)
+        info = self._reset_info(rows)
         check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
-        reset = np.zeros(self.num_envs, bool)
-        reset[ids] = True
-        return self._finish_obs(obs), masked_info(info, reset)
+        return self._finish_obs(obs), self._host_info(masked_info(info, rows.mask))
+
+    def _rows_of_host_mask(self, mask: np.ndarray) -> Rows:
+        """The envs of a host bool mask, as this env's rows (a device mask for device state)."""
+        return Rows.of_mask(mask if self._host else self.asarray(mask, self.xp.bool))
 
     @exclusive
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -293,30 +300,28 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeededError("call reset() before step()")
-        actions = check_actions(actions, self._action_shape, self._action_low, self._action_high)
+        actions, bad = self._check_actions(actions)
         mode = self.autoreset_mode
-        if mode is AutoresetMode.DISABLED and self._needs_reset.any():
-            ids = np.flatnonzero(self._needs_reset)
-            raise ResetNeededError(
-                f"envs {ids[:16].tolist()} are done and autoreset_mode is DISABLED; reset them first "
-                "with env.reset(options={'reset_mask': mask})"
-            )
+        if mode is AutoresetMode.DISABLED:
+            self._refuse_done_envs()
         for transform in self._action_transforms:
             actions = transform(actions)
-        pending = self._needs_reset.copy() if mode is AutoresetMode.NEXT_STEP else np.zeros(self.num_envs, bool)
+        pending = self._needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
 
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.
-        failed = np.asarray(to_numpy(self.backend.step(self.frame_skip)), bool) & ~pending
+        failed = self.backend.step(self.frame_skip) & ~pending
+        if bad is not None:  # device: non-finite action rows were zeroed; those envs end like failures
+            failed = failed | (bad & ~pending)
         self.lifecycle.fire_interval(self.control_dt)
         active = ~pending & ~failed
         rewards, terminated, truncated, info = self._evaluate_step(active, failed)
         done = terminated | truncated
         if self._record_stats:
-            episode = self._stats.record(~pending, rewards, done, self._success() if done.any() else None)
+            episode = self._stats.record(~pending, rewards, done, self._success() if self._maybe(done) else None)
             if episode is not None:
-                info["episode"], info["_episode"] = episode, done.copy()
-        if failed.any():
+                info["episode"], info["_episode"] = episode, self.xp.asarray(done, copy=True)
+        if self._host and failed.any():
             ids = np.flatnonzero(failed)
             log.warning(
                 "simulation error in envs %s (global ids %s): reset them and returned truncated=True",
@@ -325,58 +330,77 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         obs = self._same_step_obs(done, info) if mode is AutoresetMode.SAME_STEP else self._reset_then_observe(
             pending | failed if mode is AutoresetMode.NEXT_STEP else failed, done & ~failed
         )
-        return self._finish_obs(obs), self._out(rewards), self._out(terminated), self._out(truncated), info
+        return (self._finish_obs(obs), self._out(rewards), self._out(terminated), self._out(truncated),
+                self._host_info(info))
 
-    def _reset_then_observe(self, reset: np.ndarray, needs_reset: np.ndarray) -> Any:
+    def _check_actions(self, actions: Any) -> tuple[Any, Any]:
+        """(validated, clipped actions in the state's namespace, device rows with non-finite values or None)."""
+        if self._host:
+            return check_actions(actions, self._action_shape, self._action_low, self._action_high), None
+        return check_device_actions(actions, self._action_shape, self._action_low, self._action_high)
+
+    def _refuse_done_envs(self) -> None:
+        """DISABLED mode: a step with an env that is done raises before anything moves. (On a device
+        this reads the done mask back to the host: DISABLED mode has a host round trip per step.)"""
+        done = np.asarray(to_numpy(self._needs_reset), bool)
+        if done.any():
+            ids = np.flatnonzero(done)
+            raise ResetNeededError(
+                f"envs {ids[:16].tolist()} are done and autoreset_mode is DISABLED; reset them first "
+                "with env.reset(options={'reset_mask': mask})"
+            )
+
+    def _maybe(self, mask: Any) -> bool:
+        """Whether `mask` may have a True entry: its value on the host; always True on a device."""
+        return bool(mask.any()) if self._host else True
+
+    def _reset_then_observe(self, reset: Any, needs_reset: Any) -> Any:
         """NEXT_STEP / DISABLED: reset `reset` (pending autoresets, failures), then observe them all."""
-        reset_ids = np.flatnonzero(reset)
-        if reset_ids.size:
-            self._reset_ids(reset_ids)
+        rows = Rows.of_mask(reset)
+        if rows.any():
+            self._reset_rows(rows)
         self._needs_reset = needs_reset
-        return self._transform_obs(self._observe(), ObsEvent(True, reset_ids if reset_ids.size else _NO_IDS))
+        return self._transform_obs(self._observe(), ObsEvent(True, rows if rows.any() else self._no_rows))
 
-    def _same_step_obs(self, done: np.ndarray, info: dict[str, Any]) -> Any:
+    def _same_step_obs(self, done: Any, info: dict[str, Any]) -> Any:
         """SAME_STEP: the transformed terminal obs (``final_obs``), then the done envs reset and observed."""
-        terminal = self._transform_obs(self._observe(), ObsEvent(True, _NO_IDS))
-        reset_ids = np.flatnonzero(done)
-        if not reset_ids.size:
+        terminal = self._transform_obs(self._observe(), ObsEvent(True, self._no_rows))
+        rows = Rows.of_mask(done)
+        if not rows.any():
             return terminal
         final_info = dict(info)
-        info["final_obs"], info["_final_obs"] = to_numpy(terminal), done.copy()
-        info["final_info"], info["_final_info"] = final_info, done.copy()
-        self._reset_ids(reset_ids)
-        return self._transform_obs(self._observe(), ObsEvent(False, reset_ids), previous=terminal)
+        info["final_obs"], info["_final_obs"] = terminal, self.xp.asarray(done, copy=True)
+        info["final_info"], info["_final_info"] = final_info, self.xp.asarray(done, copy=True)
+        self._reset_rows(rows)
+        return self._transform_obs(self._observe(), ObsEvent(False, rows), previous=terminal)
 
-    def _evaluate_step(
-        self, active: np.ndarray, failed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def _evaluate_step(self, active: Any, failed: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         """Call `_evaluate` and apply the base's rules to inactive and failed rows."""
         reward, term, trunc, task_info = self._evaluate(active)
         if not self._checked_info:
             check_task_info(task_info, self.num_envs, type(self).__name__)
             for name, value in (("reward", reward), ("terminated", term), ("truncated", trunc)):
-                if np.shape(value) != (self.num_envs,):
+                if tuple(getattr(value, "shape", np.shape(value))) != (self.num_envs,):
                     raise ConfigError(
                         f"{type(self).__name__}._evaluate returned {name} of shape {np.shape(value)}; "
                         f"expected ({self.num_envs},)"
                     )
             self._checked_info = True
         self._task_info = task_info
-        rewards = np.where(active, np.asarray(to_numpy(reward), np.float64), 0.0)
-        terminated = np.asarray(to_numpy(term), bool) & active
-        truncated = (np.asarray(to_numpy(trunc), bool) & active) | failed
+        xp = self.xp
+        rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)
+        terminated = xp.astype(term, xp.bool) & active
+        truncated = (xp.astype(trunc, xp.bool) & active) | failed
         info = masked_info(task_info, active)
-        info["sim_error"], info["_sim_error"] = failed, np.ones(self.num_envs, bool)
+        info["sim_error"], info["_sim_error"] = failed, xp.ones(self.num_envs, dtype=xp.bool, device=self._device_of())
         return rewards, terminated, truncated, info
 
-    def _reset_ids(self, ids: np.ndarray) -> None:
+    def _reset_rows(self, rows: Rows) -> None:
         """Reset these local envs: lifecycle "reset" first, then the task's state reset."""
-        ids = np.array(ids, dtype=np.int64)
-        ids.setflags(write=False)
-        self.lifecycle.fire_reset(ids)
-        self._reset_envs(ids)
-        self._stats.restart(ids)
-        self._needs_reset[ids] = False
+        self.lifecycle.fire_reset(rows)
+        self._reset_envs(rows)
+        self._stats.restart(rows)
+        rows.put(self._needs_reset, False)
 
     def _transform_obs(self, obs: Any, event: ObsEvent, previous: Any = None) -> Any:
         """The task's numpy obs through the observation transforms. For a reset (``event.stepped``
@@ -388,8 +412,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
             return obs
         for transform in self._obs_transforms:
             obs = transform(obs, event)
-        if not event.stepped and previous is not None and event.reset_ids.size < self.num_envs:
-            obs = merge_rows(previous, obs, event.reset_ids)
+        if not event.stepped and previous is not None and (event.reset.dense or event.reset.size < self.num_envs):
+            obs = merge_rows(previous, obs, event.reset)
         return obs
 
     def _finish_obs(self, obs: Any) -> Any:
@@ -406,14 +430,33 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
             else [("obs", obs, space)]
         )
         for key, value, sub in pairs:
-            if value is None or np.shape(value) != sub.shape or to_numpy(value).dtype != sub.dtype:
+            if value is None or tuple(getattr(value, "shape", ())) != sub.shape or \
+                    np.dtype(to_numpy(value[:1]).dtype) != sub.dtype:
                 raise ConfigError(
                     f"{type(self).__name__}._observe returned {key} with shape {np.shape(value)} and dtype "
                     f"{getattr(value, 'dtype', None)}; the observation space expects {sub.shape} {sub.dtype}"
                 )
 
-    def _out(self, value: np.ndarray) -> Any:
-        return value if self._torch is None else self._torch.as_tensor(value, device=self._device)
+    def _out(self, value: Any) -> Any:
+        """`value` (the state's namespace) as the env's output kind."""
+        return to_output(value, self._torch, self._device)
+
+    def _host_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Infos stay in the state's namespace, except for numpy output from device state."""
+        return info if self._host or self._torch is not None else to_output(info, None, None)
+
+    def zeros(self, tail: tuple[int, ...], dtype: Any) -> Any:
+        """A (num_envs, *tail) zero array in the state's namespace and device."""
+        return self.xp.zeros((self.num_envs, *tail), dtype=dtype, device=self._device_of())
+
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """`value` (host data) as an array in the state's namespace and on its device."""
+        if self._host:
+            return np.asarray(value, dtype=dtype)
+        return self.xp.asarray(value, dtype=dtype, device=self._device_of())
+
+    def _device_of(self) -> Any:
+        return None if self._host else self._like.device
 
     # ---- rendering -------------------------------------------------------------------------
     @exclusive

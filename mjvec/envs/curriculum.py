@@ -22,33 +22,39 @@ same decisions and keep the same tolerance.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from mjvec.errors import ConfigError
+from mjvec.xp import Rows, namespace_of
 
-Reducer = Callable[[float, int], tuple[float, int]]
+Reducer = Callable[[Any, Any], tuple[Any, Any]]
 
 
 class ToleranceCurriculum:
     """The tolerance curriculum over `num_envs` envs (see the module docstring).
 
-    Call `begin_step()` once per control step before the tolerance is used, and `finish(env_ids,
-    successes)` with the episodes that finished in that step. `tolerance` is the current value,
+    Call `begin_step()` once per control step before the tolerance is used, and `finish(rows,
+    successes)` with the episodes that finished in that step. `tolerance` is the current value, a
+    0-d array in the env's namespace (on a device it never leaves it: the rule runs as array ops),
     `last_successes` (num_envs,) each env's most recent finished episode's success count.
+    like: an array of the env's namespace and device (None: numpy on the host).
     """
 
     def __init__(self, num_envs: int, start: float, decay: float, minimum: float, interval: int,
-                 min_successes: float, reducer: Reducer | None = None) -> None:
+                 min_successes: float, reducer: Reducer | None = None, like: Any = None) -> None:
         self.start = float(start)
         self.decay = float(decay)
         self.minimum = float(minimum)
         self.interval = int(interval)
         self.min_successes = float(min_successes)
-        self.tolerance = self.start
+        self._xp = np if like is None else namespace_of(like)
+        device = None if like is None else like.device
+        self.tolerance = self._xp.asarray(self.start, dtype=self._xp.float64, device=device)
         self.steps = 0
-        self.last_tightening = 0
-        self.last_successes = np.zeros(int(num_envs))
+        self.last_tightening = self._xp.asarray(0, dtype=self._xp.int64, device=device)
+        self.last_successes = self._xp.zeros(int(num_envs), dtype=self._xp.float64, device=device)
         self._reducer: Reducer | None = None
         if reducer is not None:
             self.set_reducer(reducer)
@@ -68,32 +74,39 @@ class ToleranceCurriculum:
             )
         self._reducer = reducer
 
-    def local_stat(self) -> tuple[float, int]:
-        """(sum of `last_successes`, number of envs) of this process's envs."""
-        return float(self.last_successes.sum()), int(self.last_successes.size)
+    def local_stat(self) -> tuple[Any, Any]:
+        """(sum of `last_successes`, number of envs) of this process's envs (host floats on the host)."""
+        if self._xp is np:
+            return float(self.last_successes.sum()), int(self.last_successes.size)
+        return self._xp.sum(self.last_successes), self.last_successes.shape[0]
 
-    def mean_successes(self) -> float:
+    def mean_successes(self) -> Any:
         """The statistic the rule compares: global through the reducer if one is set."""
         total, count = self.local_stat()
         if self._reducer is not None:
             total, count = self._reducer(total, count)
-            total, count = float(total), int(count)
-            if count < 1:
-                raise ConfigError(f"the curriculum reducer returned a count of {count}; it must return the "
-                                  "sum over processes of the counts it was given (>= 1)")
+            if self._xp is np:
+                total, count = float(total), int(count)
+                if count < 1:
+                    raise ConfigError(f"the curriculum reducer returned a count of {count}; it must return the "
+                                      "sum over processes of the counts it was given (>= 1)")
         return total / count
 
-    def begin_step(self) -> bool:
-        """Advance one control step and apply the rule; returns True when the tolerance tightened."""
+    def begin_step(self) -> Any:
+        """Advance one control step and apply the rule; returns whether the tolerance tightened
+        (a host bool; on a device a 0-d bool array, never read back in a step)."""
         self.steps += 1
-        if self.steps - self.last_tightening < self.interval:
-            return False
-        if self.mean_successes() < self.min_successes:
-            return False
-        self.tolerance = max(min(self.tolerance * self.decay, self.start), self.minimum)
-        self.last_tightening = self.steps
-        return True
+        xp = self._xp
+        due = (self.steps - self.last_tightening) >= self.interval
+        if xp is np and not due:
+            return False  # the host skips the statistic (and the reducer's collective) until due
+        tighten = due & (self.mean_successes() >= self.min_successes)
+        lower = xp.clip(xp.clip(self.tolerance * self.decay, max=self.start), min=self.minimum)
+        self.tolerance = xp.where(tighten, lower, self.tolerance)
+        self.last_tightening = xp.where(tighten, self.steps, self.last_tightening)
+        return bool(tighten) if xp is np else tighten
 
-    def finish(self, env_ids: np.ndarray, successes: np.ndarray) -> None:
-        """Record the success counts of the episodes of `env_ids` that finished in this step."""
-        self.last_successes[env_ids] = successes
+    def finish(self, rows: Rows, successes: Any) -> None:
+        """Record the success counts (the selection's rows) of the episodes of `rows` that finished in
+        this step."""
+        Rows.of(rows, self.last_successes.shape[0]).put(self.last_successes, successes)

@@ -5,10 +5,13 @@ Events and the callback signature each one gets:
 - ``"startup"``: ``callback()``. Fired once, at the env's first ``reset()``, before any env's state
   is reset (and before the first ``"reset"`` event). Subscribe before that first reset: a late
   subscription to ``"startup"`` raises, because the event it waits for will never come again.
-- ``"reset"``: ``callback(env_ids)`` with ``env_ids`` (K,) int64 sorted LOCAL env ids, fired BEFORE
-  those envs' state is reset, in every path that resets an env: ``reset()``, ``reset(options=
-  {"reset_mask": m})``, NEXT_STEP and SAME_STEP autoresets, and resets after a simulation error.
-  So a model-field write made here is in effect when the task samples the new initial state.
+- ``"reset"``: ``callback(rows)`` with ``rows`` a `mjvec.xp.Rows` of the LOCAL envs being reset
+  (sorted int64 ``rows.ids`` on the host; a device mask when the env's state is on a device),
+  fired BEFORE those envs' state is reset, in every path that resets an env: ``reset()``,
+  ``reset(options={"reset_mask": m})``, NEXT_STEP and SAME_STEP autoresets, and resets after a
+  simulation error. So a model-field write made here is in effect when the task samples the new
+  initial state. On a device it fires at every step (the mask may be all False: nothing waits to
+  find out); on the host only when some env resets.
 - ``"interval"``: ``callback(dt)`` with ``dt`` the control period in seconds, fired on every
   ``step()`` right after the physics step (before rewards, autoresets and observations), so a
   wrapper can keep its own per-env timers.
@@ -23,9 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from mjvec.errors import ConfigError, allowed
+from mjvec.xp import Rows
 
 EVENTS = ("startup", "reset", "interval")
 
@@ -79,12 +81,12 @@ class Lifecycle:
         for callback in tuple(self._callbacks["startup"]):
             callback()
 
-    def fire_reset(self, env_ids: np.ndarray) -> None:
-        """Fire ``"reset"`` with these local env ids (nothing happens for an empty set)."""
-        if env_ids.size == 0:
+    def fire_reset(self, rows: Rows) -> None:
+        """Fire ``"reset"`` for these envs (nothing happens for an empty host selection)."""
+        if not rows.any():
             return
         for callback in tuple(self._callbacks["reset"]):
-            callback(env_ids)
+            callback(rows)
 
     def fire_interval(self, dt: float) -> None:
         """Fire ``"interval"`` with the control period `dt`."""

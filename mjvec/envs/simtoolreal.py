@@ -56,6 +56,7 @@ from mjvec.envs.simtoolreal_hooks import SimToolRealHooks
 from mjvec.envs.simtoolreal_obs import SimToolRealObservations, observation_space
 from mjvec.envs.task_math import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.errors import ConfigError, allowed
+from mjvec.xp import Rows
 
 __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "SimToolRealEnv"]
 
@@ -97,12 +98,6 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         obs_mode: str = "policy",
         **base_kwargs: Any,
     ) -> None:
-        if backend.capabilities.array_namespace != "numpy":
-            raise ConfigError(
-                f"SimToolRealEnv computes its task on numpy state; the {backend.capabilities.backend!r} backend "
-                f"keeps {backend.capabilities.array_namespace!r} state, which it does not support yet. "
-                "Use a backend with numpy state (backend='cpu')"
-            )
         cfg = SimToolRealConfig() if config is None else config
         if not isinstance(cfg, SimToolRealConfig):
             raise ConfigError(f"config must be a SimToolRealConfig, got {type(cfg).__name__}")
@@ -112,9 +107,6 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         self.obs_mode = obs_mode
         self.catalog = catalog
         self.tool_geometry = tool_geometry
-        self._bind_model(backend.model)
-        self._init_tool_metadata(np.asarray(backend.variant_of_env, np.int64), catalog)
-        self._init_buffers(int(backend.num_envs))
         action_space = gym.spaces.Box(-1.0, 1.0, (tm.NUM_JOINTS,), np.float32)
         super().__init__(
             backend,
@@ -123,12 +115,17 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
             frame_skip=cfg.frame_skip,
             **base_kwargs,
         )
+        # Everything below lives where the backend's state does (numpy, or torch on its device).
+        self._bind_model(backend.model)
+        self._init_tool_metadata(np.asarray(backend.variant_of_env, np.int64), catalog)
+        self._init_buffers()
         views = {name: backend.bind(name) for name in self.bound_fields(obs_mode)}
         self._mocap_pos, self._mocap_quat = views["mocap_pos"], views["mocap_quat"]
         self._site_xpos, self._xquat = views["site_xpos"], views["xquat"]
         if obs_mode == "asymmetric":
             self._cvel, self._subtree_com = views["cvel"], views["subtree_com"]
-            self._obj_com = np.zeros((self.num_envs, 3))  # object-frame COM offset, read at each reset
+            self._com_version = -1  # the object-frame COM offsets below, as of this write count
+            self._obj_com = self.zeros((3,), self._float)
         self._slots.declare("object_pose")
         self._slots.declare("object_scales")
 
@@ -158,14 +155,16 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
             except KeyError as error:
                 raise ConfigError(f"the scene has no joint {name!r}; is it a SimToolReal scene?") from error
 
-        self._jnt_qpos = np.array([joint(n).qposadr[0] for n in R.JOINT_NAMES], np.int64)
-        self._jnt_dof = np.array([joint(n).dofadr[0] for n in R.JOINT_NAMES], np.int64)
-        self._act_ids = np.array([model.actuator(n).id for n in R.ACTUATOR_NAMES], np.int64)
+        self._float = self.backend.qpos.dtype  # the task computes in the state's precision
+        self._jnt_qpos = self._index([joint(n).qposadr[0] for n in R.JOINT_NAMES])
+        self._jnt_dof = self._index([joint(n).dofadr[0] for n in R.JOINT_NAMES])
+        self._act_ids = self._index([model.actuator(n).id for n in R.ACTUATOR_NAMES])
         jnt_ids = np.array([joint(n).id for n in R.JOINT_NAMES], np.int64)
-        self.joint_lower = model.jnt_range[jnt_ids, 0].copy()
-        self.joint_upper = model.jnt_range[jnt_ids, 1].copy()
-        self.default_joint_pos = np.clip(np.asarray(R.DEFAULT_JOINT_POS, np.float64), self.joint_lower,
-                                         self.joint_upper)
+        lower, upper = model.jnt_range[jnt_ids, 0], model.jnt_range[jnt_ids, 1]
+        self.joint_lower = self.asarray(lower, self._float)
+        self.joint_upper = self.asarray(upper, self._float)
+        self.default_joint_pos = self.asarray(np.clip(np.asarray(R.DEFAULT_JOINT_POS, np.float64), lower, upper),
+                                              self._float)
         obj = joint(S.OBJECT_JOINT_NAME)
         self._obj_qpos = int(obj.qposadr[0])
         self._obj_dof = int(obj.dofadr[0])
@@ -173,66 +172,74 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         self._palm_site = int(model.site(R.PALM_SITE_NAME).id)
         self._palm_body = int(model.site_bodyid[self._palm_site])
         self._palm_root = int(model.body_rootid[self._palm_body])
-        self._tip_sites = np.array([model.site(n).id for n in R.FINGERTIP_SITE_NAMES], np.int64)
+        self._tip_sites = self._index([model.site(n).id for n in R.FINGERTIP_SITE_NAMES])
         self._goal_mocap = int(model.body_mocapid[model.body(S.GOAL_BODY_NAME).id])
         if self._goal_mocap < 0:
             raise ConfigError(f"body {S.GOAL_BODY_NAME!r} must be a mocap body")
-        self._qpos0 = model.qpos0.copy()
+        self._qpos0 = self.asarray(model.qpos0, self._float)
         self._nv = int(model.nv)
-        self.spawn_pos = np.asarray(S.OBJECT_SPAWN_POS, np.float64)
+        self.spawn_pos = self.asarray(S.OBJECT_SPAWN_POS, self._float)
+        self._spawn_z = float(S.OBJECT_SPAWN_POS[2])
+
+    def _index(self, ids: list[int]) -> Any:
+        """Model ids as an index array where the state lives (host ints, or a device tensor)."""
+        return self.asarray(np.asarray(ids, np.int64))
 
     def _init_tool_metadata(self, tool_ids: np.ndarray, catalog: ToolCatalog) -> None:
         """Per-env tool arrays, gathered once (tools are fixed per env for the env's life)."""
         self.tool_ids = tool_ids.copy()
         self.tool_ids.setflags(write=False)
         tools = {int(t): catalog[int(t)] for t in np.unique(tool_ids)}
-        self.object_scales = np.stack([np.asarray(tools[int(t)].object_scales, np.float64) for t in tool_ids])
-        self.handle_dims = np.stack([np.asarray(tools[int(t)].handle_dims, np.float64) for t in tool_ids])
-        self.object_mass = np.array([float(tools[int(t)].mass) for t in tool_ids])
-        for arr in (self.object_scales, self.handle_dims, self.object_mass):
-            arr.setflags(write=False)
-        fixed = tm.keypoint_offsets(np.asarray(self.cfg.fixed_keypoint_size), self.cfg.keypoint_scale)
+        scales = np.stack([np.asarray(tools[int(t)].object_scales, np.float64) for t in tool_ids])
+        dims = np.stack([np.asarray(tools[int(t)].handle_dims, np.float64) for t in tool_ids])
+        mass = np.array([float(tools[int(t)].mass) for t in tool_ids])
+        self.object_scales, self.handle_dims = self.asarray(scales, self._float), self.asarray(dims, self._float)
+        self.object_mass = self.asarray(mass, self._float)
+        self._tool_ids = self.asarray(tool_ids)
+        if self._host:
+            for arr in (self.object_scales, self.handle_dims, self.object_mass):
+                arr.setflags(write=False)
+        fixed = tm.keypoint_offsets(self.asarray(self.cfg.fixed_keypoint_size, self._float), self.cfg.keypoint_scale)
         self._fixed_offsets = fixed[None]  # (1, 4, 3), shared by every tool
 
-    def _init_buffers(self, n: int) -> None:
-        self.targets = np.zeros((n, tm.NUM_JOINTS))
-        self._goal_pos = np.zeros((n, 3))
-        self._goal_quat = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
+    def _init_buffers(self) -> None:
+        xp, f = self.xp, self._float
+        self.targets = self.zeros((tm.NUM_JOINTS,), f)
+        self._goal_pos = self.zeros((3,), f)
+        self._goal_quat = self.zeros((4,), f) + self.asarray([1.0, 0.0, 0.0, 0.0], f)
         # Derived from the goals in _set_goal (goals change only there): rotation matrices and the
         # fixed-size keypoints the reward compares against.
-        self._goal_rot = np.tile(np.eye(3), (n, 1, 1))
+        self._goal_rot = self.zeros((3, 3), f) + self.asarray(np.eye(3), f)
         self._goal_kp_fixed = tm.keypoints_from_rot(self._goal_pos, self._goal_rot, self._fixed_offsets)
-        self.lifted = np.zeros(n, bool)
-        self.closest_fingertip_dist = -np.ones((n, tm.NUM_FINGERTIPS))
-        self.closest_keypoint_dist = -np.ones(n)
-        self.near_goal_steps = np.zeros(n, np.int64)
-        self.successes = np.zeros(n, np.int64)
-        self.progress = np.zeros(n, np.int64)
-        self.last_reward = np.zeros(n)
+        self.lifted = self.zeros((), xp.bool)
+        self.closest_fingertip_dist = self.zeros((tm.NUM_FINGERTIPS,), f) - 1.0
+        self.closest_keypoint_dist = self.zeros((), f) - 1.0
+        self.near_goal_steps = self.zeros((), xp.int64)
+        self.successes = self.zeros((), xp.int64)
+        self.progress = self.zeros((), xp.int64)
+        self.last_reward = self.zeros((), xp.float64)
         cfg = self.cfg
         self.curriculum = ToleranceCurriculum(
-            n, cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
-            cfg.curriculum_min_successes,
+            self.num_envs, cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
+            cfg.curriculum_min_successes, like=self._like,
         )
 
     @property
-    def goal_pos(self) -> np.ndarray:
-        """(N, 3) goal positions, env frame; a read-only view (goals change through `_set_goal`)."""
-        view = self._goal_pos.view()
-        view.flags.writeable = False
-        return view
+    def goal_pos(self) -> Any:
+        """(N, 3) goal positions, env frame: a read-only view on the host, a copy on a device (goals
+        change through `_set_goal`)."""
+        return _read_only(self._goal_pos)
 
     @property
-    def goal_quat(self) -> np.ndarray:
-        """(N, 4) goal orientations, wxyz; a read-only view (goals change through `_set_goal`)."""
-        view = self._goal_quat.view()
-        view.flags.writeable = False
-        return view
+    def goal_quat(self) -> Any:
+        """(N, 4) goal orientations, wxyz: a read-only view on the host, a copy on a device."""
+        return _read_only(self._goal_quat)
 
     @property
     def tolerance(self) -> float:
-        """The current success tolerance (before the keypoint-scale factor), shared by all envs."""
-        return self.curriculum.tolerance
+        """The current success tolerance (before the keypoint-scale factor), shared by all envs (a
+        host float: on a device, reading it waits for the device)."""
+        return float(self.curriculum.tolerance)
 
     def set_curriculum_reducer(self, reducer: Reducer) -> None:
         """Make the tolerance curriculum global over processes (torchrun shards).
@@ -244,12 +251,12 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         """
         self.curriculum.set_reducer(reducer)
 
-    def _fingertip_pos(self) -> np.ndarray:
+    def _fingertip_pos(self) -> Any:
         """(N, 5, 3) fingertip points (one substep stale after a step)."""
         return self._site_xpos[:, self._tip_sites]
 
     # ---- hooks -----------------------------------------------------------------------------
-    def _apply_action(self, actions: np.ndarray) -> None:
+    def _apply_action(self, actions: Any) -> None:
         cfg = self.cfg
         self.targets = tm.compute_joint_targets(
             actions, self.targets, self.joint_lower, self.joint_upper,
@@ -258,16 +265,16 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         )
         self.backend.ctrl[:, self._act_ids] = self.targets
 
-    def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        cfg = self.cfg
+    def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+        cfg, xp = self.cfg, self.xp
         self.curriculum.begin_step()  # before the tolerance is used, as in the source
         obj_pos, obj_quat = self.true_object_pose()
-        tip_dist = np.linalg.norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
+        tip_dist = xp.linalg.vector_norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
         dist = tm.max_keypoint_distance(
             tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
         )
         lift, just_lifted, lifted = tm.lift_terms(
-            obj_pos[:, 2], self.spawn_pos[2], self.lifted, offset=cfg.lift_offset, clip=cfg.lift_clip,
+            obj_pos[:, 2], self._spawn_z, self.lifted, offset=cfg.lift_offset, clip=cfg.lift_clip,
             threshold=cfg.lift_threshold,
         )
         approach, closest_tip = tm.approach_term(self.closest_fingertip_dist, tip_dist, lifted, clip=cfg.approach_clip)
@@ -278,14 +285,14 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         near_steps, success = tm.near_goal_update(
             self.near_goal_steps, dist, tolerance, keypoint_scale=cfg.keypoint_scale, success_steps=cfg.success_steps
         )
-        success &= active
+        success = success & active
         terms = self._reward_terms(approach, lift, just_lifted, progress_term, success)
         reward = sum(terms.values())
-        successes = self.successes + success
-        progress = np.where(success, 0, self.progress + 1)
+        successes = self.successes + xp.astype(success, xp.int64)
+        progress = xp.where(success, 0, self.progress + 1)
         terminated = (
             (obj_pos[:, 2] < cfg.fall_z)
-            | (tip_dist.max(axis=-1) > cfg.fingertip_max_dist)
+            | (xp.max(tip_dist, axis=-1) > cfg.fingertip_max_dist)
             | (successes >= cfg.max_consecutive_successes)
         )
         truncated = (progress >= cfg.max_episode_steps) & ~terminated
@@ -294,101 +301,130 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
             (self.closest_keypoint_dist, closest_kp), (self.near_goal_steps, near_steps), (self.successes, successes),
             (self.progress, progress), (self.last_reward, reward),
         ))
-        new_goal = np.flatnonzero(success & ~terminated)
-        if new_goal.size:
+        new_goal = Rows.of_mask(success & ~terminated)
+        if new_goal.any():
             self._next_goal(new_goal)
-        finished = np.flatnonzero(active & (terminated | truncated))
-        self.curriculum.finish(finished, self.successes[finished])
+        finished = Rows.of_mask(active & (terminated | truncated))
+        if finished.any():
+            self.curriculum.finish(finished, finished.take(xp.astype(self.successes, xp.float64)))
         info = {
             "reward_terms": terms,
             "success": success,
-            "successes": self.successes.copy(),
-            "tolerance": np.full(self.num_envs, tolerance),
+            "successes": _copy(self.successes),
+            "tolerance": self.zeros((), xp.float64) + tolerance,
             "keypoint_dist": dist,
-            "lifted": self.lifted.copy(),
-            "tool_id": np.asarray(self.tool_ids).copy(),
+            "lifted": _copy(self.lifted),
+            "tool_id": _copy(self._tool_ids),
         }
         return reward, terminated, truncated, info
 
-    def _reward_terms(self, approach: np.ndarray, lift: np.ndarray, just_lifted: np.ndarray,
-                      progress_term: np.ndarray, success: np.ndarray) -> dict[str, np.ndarray]:
+    def _reward_terms(self, approach: Any, lift: Any, just_lifted: Any, progress_term: Any,
+                      success: Any) -> dict[str, Any]:
         """The weighted per-term rewards (REWARD_TERMS) of this step."""
-        cfg = self.cfg
+        cfg, xp = self.cfg, self.xp
         arm_pen, hand_pen = tm.joint_speed_penalties(
             self.backend.qvel[:, self._jnt_dof], arm_weight=cfg.arm_speed_penalty, hand_weight=cfg.hand_speed_penalty
         )
         return {
             "approach": cfg.approach_weight * approach,
             "lift": cfg.lift_weight * lift,
-            "lift_bonus": cfg.lift_bonus * just_lifted,
+            "lift_bonus": cfg.lift_bonus * xp.astype(just_lifted, approach.dtype),
             "keypoint": cfg.keypoint_weight * progress_term,
-            "success_bonus": cfg.success_bonus * success,
+            "success_bonus": cfg.success_bonus * xp.astype(success, approach.dtype),
             "arm_speed": arm_pen,
             "hand_speed": hand_pen,
         }
 
-    @staticmethod
-    def _commit(active: np.ndarray, updates: tuple[tuple[np.ndarray, np.ndarray], ...]) -> None:
+    def _commit(self, active: Any, updates: tuple[tuple[Any, Any], ...]) -> None:
         """Copy each new value into its task-state buffer for the evaluated (`active`) envs only."""
         for buf, new in updates:
-            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)))
+            mask = self.xp.reshape(active, (-1, *(1,) * (buf.ndim - 1)))
+            if self._host:
+                np.copyto(buf, new, where=mask, casting="unsafe")
+            else:
+                buf[...] = self.xp.where(mask, self.xp.astype(new, buf.dtype), buf)
 
-    def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
+    def _reset_info(self, rows: Rows) -> dict[str, Any]:
         """At reset: each env's tool id and the current success tolerance."""
-        return {"tool_id": np.asarray(self.tool_ids).copy(), "tolerance": np.full(self.num_envs, self.tolerance)}
+        tolerance = self.zeros((), self.xp.float64) + self.curriculum.tolerance
+        return {"tool_id": _copy(self._tool_ids), "tolerance": tolerance}
 
-    def _success(self) -> np.ndarray:
+    def _success(self) -> Any:
         """Episode success for episode statistics: at least one goal reached in the episode."""
         return self.successes > 0
 
-    def _next_goal(self, env_ids: np.ndarray) -> None:
+    def _next_goal(self, rows: Rows) -> None:
         """Replace the goals of these envs by delta goals; re-arm their progress tracking."""
-        pos, quat = tm.sample_delta_goal(self.rng, env_ids, self._goal_pos[env_ids], self._goal_quat[env_ids],
+        pos, quat = tm.sample_delta_goal(self.rng, rows, rows.take(self._goal_pos), rows.take(self._goal_quat),
                                          self.cfg)
-        self._set_goal(env_ids, pos, quat)
+        self._set_goal(rows, pos, quat)
 
-    def _set_goal(self, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
-        """New goals for `env_ids` (pos (K, 3), quat (K, 4) wxyz); re-arms their progress tracking."""
-        self._set_goal_pose(env_ids, pos, quat)
-        self.closest_keypoint_dist[env_ids] = -1.0
-        self.near_goal_steps[env_ids] = 0
+    def _set_goal(self, rows: Rows, pos: Any, quat: Any) -> None:
+        """New goals for `rows` (pos (rows, 3), quat (rows, 4) wxyz); re-arms their progress tracking."""
+        self._set_goal_pose(rows, pos, quat)
+        rows.put(self.closest_keypoint_dist, -1.0)
+        rows.put(self.near_goal_steps, 0)
 
-    def _set_goal_pose(self, env_ids: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
-        """Move the goals of `env_ids` (and their ghosts) without touching the task's progress state."""
-        self._goal_pos[env_ids] = pos
-        self._goal_quat[env_ids] = quat
-        rot = tm.quat_to_mat(np.asarray(quat, np.float64).reshape(-1, 4))
-        self._goal_rot[env_ids] = rot
-        self._goal_kp_fixed[env_ids] = tm.keypoints_from_rot(self._goal_pos[env_ids], rot, self._fixed_offsets)
+    def _set_goal_pose(self, rows: Rows, pos: Any, quat: Any) -> None:
+        """Move the goals of `rows` (and their ghosts) without touching the task's progress state."""
+        rows = Rows.of(rows, self.num_envs)
+        pos, quat = self.xp.astype(self.asarray(pos), self._float), self.xp.astype(self.asarray(quat), self._float)
+        rows.put(self._goal_pos, pos)
+        rows.put(self._goal_quat, quat)
+        rot = tm.quat_to_mat(quat)
+        rows.put(self._goal_rot, rot)
+        rows.put(self._goal_kp_fixed, tm.keypoints_from_rot(pos, rot, self._fixed_offsets))
         # The ghost is drawn from mocap_pos/quat; the backend applies them at its next call.
-        self._mocap_pos[env_ids, self._goal_mocap] = pos
-        self._mocap_quat[env_ids, self._goal_mocap] = quat
+        rows.put(self._mocap_pos[:, self._goal_mocap], pos)
+        rows.put(self._mocap_quat[:, self._goal_mocap], quat)
 
-    def _reset_envs(self, env_ids: np.ndarray) -> None:
-        cfg, rng, k = self.cfg, self.rng, env_ids.size
-        noise = np.asarray(cfg.spawn_pos_noise)
-        obj_pos = self.spawn_pos + rng.uniform(env_ids, "reset/object_pos", -noise, noise, (3,))
-        obj_quat = rng.quaternion(env_ids, "reset/object_quat")
+    def _reset_envs(self, rows: Rows) -> None:
+        cfg, rng, xp, f = self.cfg, self.rng, self.xp, self._float
+        noise = self.asarray(cfg.spawn_pos_noise, xp.float64)
+        obj_pos = self.spawn_pos + xp.astype(rng.uniform(rows, "reset/object_pos", -noise, noise, (3,)), f)
+        obj_quat = xp.astype(rng.quaternion(rows, "reset/object_quat"), f)
         default, lower, upper = self.default_joint_pos, self.joint_lower, self.joint_upper
-        delta = rng.uniform(env_ids, "reset/joint_pos", lower - default, upper - default, (tm.NUM_JOINTS,))
-        joint_pos = np.clip(default + cfg.joint_pos_noise * delta, lower, upper)
-        joint_vel = rng.uniform(env_ids, "reset/joint_vel", -cfg.joint_vel_noise, cfg.joint_vel_noise, (tm.NUM_JOINTS,))
-        qpos = np.tile(self._qpos0, (k, 1))
+        delta = xp.astype(rng.uniform(rows, "reset/joint_pos", lower - default, upper - default, (tm.NUM_JOINTS,)), f)
+        joint_pos = xp.clip(default + cfg.joint_pos_noise * delta, lower, upper)
+        joint_vel = xp.astype(
+            rng.uniform(rows, "reset/joint_vel", -cfg.joint_vel_noise, cfg.joint_vel_noise, (tm.NUM_JOINTS,)), f
+        )
+        qpos = xp.zeros((rows.size, self._qpos0.shape[0]), dtype=f, device=self._device_of()) + self._qpos0
         qpos[:, self._jnt_qpos] = joint_pos
         qpos[:, self._obj_qpos:self._obj_qpos + 3] = obj_pos
         qpos[:, self._obj_qpos + 3:self._obj_qpos + 7] = obj_quat
-        qvel = np.zeros((k, self._nv))
+        qvel = xp.zeros((rows.size, self._nv), dtype=f, device=self._device_of())
         qvel[:, self._jnt_dof] = joint_vel
-        self.backend.reset(env_ids, qpos, qvel)
-        self.targets[env_ids] = joint_pos
-        self.backend.ctrl[np.ix_(env_ids, self._act_ids)] = joint_pos
-        goal_pos, goal_quat = tm.sample_first_goal(rng, env_ids, cfg, self.spawn_pos[2])
-        self._set_goal(env_ids, goal_pos, goal_quat)
-        self.lifted[env_ids] = False
-        self.closest_fingertip_dist[env_ids] = -1.0
-        self.successes[env_ids] = 0
-        self.progress[env_ids] = 0
-        self.last_reward[env_ids] = 0.0
-        if self.obs_mode == "asymmetric":  # after the lifecycle's reset event: a DR'd COM is in effect
-            ipos = self.backend.field_values("body_ipos", env_ids)
-            self._obj_com[env_ids] = ipos[:, self.object_body_id]
+        self.backend.reset(rows.selector(), qpos, qvel)
+        rows.put(self.targets, joint_pos)
+        rows.put_columns(self.backend.ctrl, self._act_ids, joint_pos)
+        goal_pos, goal_quat = tm.sample_first_goal(rng, rows, cfg, self._spawn_z)
+        self._set_goal(rows, goal_pos, goal_quat)
+        rows.put(self.lifted, False)
+        rows.put(self.closest_fingertip_dist, -1.0)
+        rows.put(self.successes, 0)
+        rows.put(self.progress, 0)
+        rows.put(self.last_reward, 0.0)
+        if self.obs_mode == "asymmetric":
+            self._refresh_object_com()
+
+    def _refresh_object_com(self) -> None:
+        """Re-read the object-frame COM offsets after a write to body_ipos (a COM randomization term):
+        the backend counts its writes per field, so this reads nothing back while none happen."""
+        version = self.backend.field_version("body_ipos")
+        if version != self._com_version:
+            ipos = self.backend.field_values("body_ipos")[:, self.object_body_id]
+            self._obj_com[...] = self.asarray(ipos, self._float)
+            self._com_version = version
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value.clone()
+
+
+def _read_only(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    return value.clone()

@@ -26,10 +26,13 @@ class SimToolRealHooks:
     lifted: np.ndarray
     progress: np.ndarray
 
-    def true_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """(pos (N, 3), quat (N, 4) wxyz) of the object from qpos (current), copies."""
+    def true_object_pose(self) -> tuple[Any, Any]:
+        """(pos (N, 3), quat (N, 4) wxyz) of the object from qpos (current), copies in the state's namespace."""
         q = self.backend.qpos
-        return q[:, self._obj_qpos:self._obj_qpos + 3].copy(), q[:, self._obj_qpos + 3:self._obj_qpos + 7].copy()
+        pos, quat = q[:, self._obj_qpos:self._obj_qpos + 3], q[:, self._obj_qpos + 3:self._obj_qpos + 7]
+        if isinstance(q, np.ndarray):
+            return pos.copy(), quat.copy()
+        return pos.clone(), quat.clone()
 
     def set_object_pose_source(self, source: Callable[[], tuple[np.ndarray, np.ndarray]]) -> Callable[[], None]:
         """The policy's object pose becomes `source()` ((N, 3), (N, 4) wxyz); returns the release.
@@ -68,11 +71,11 @@ class SimToolRealHooks:
         of the source's 1,200-tool pool (not of this 600-tool catalog). The same in every shard."""
         return float(source_env0_tool().mass)
 
-    def goal_segment_steps(self) -> np.ndarray:
+    def goal_segment_steps(self) -> Any:
         """(N,) int: control steps since the current goal segment began (the reset or the last
         success); 0 after a reset and in the step that reached a goal (the source's progress)."""
-        return self.progress.copy()
+        return self.progress.copy() if isinstance(self.progress, np.ndarray) else self.progress.clone()
 
-    def push_allowed(self) -> np.ndarray:
+    def push_allowed(self) -> Any:
         """(N,) bool: a push may start where the object is lifted."""
-        return self.lifted.copy()
+        return self.lifted.copy() if isinstance(self.lifted, np.ndarray) else self.lifted.clone()

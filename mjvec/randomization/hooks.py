@@ -30,6 +30,7 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 from mjvec.errors import ConfigError
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
+from mjvec.xp import Rows
 
 Release = Callable[[], None]
 PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
@@ -45,14 +46,19 @@ class ObsEvent:
         ``final_obs``) is such a stepped batch too: the observation the policy would have seen had
         the done envs not reset.
         False for a reset: ``reset()``, ``reset(options={"reset_mask": m})`` or SAME_STEP's reset
-        inside a step. Only the rows in `reset_ids` are new; the env returns every other row as it
-        returned it last, whatever the transform writes there, so a transform draws for
-        `reset_ids` only.
-    reset_ids: (K,) int64 sorted local ids of the envs whose rows start a new episode.
+        inside a step. Only the rows in `reset` are new; the env returns every other row as it
+        returned it last, whatever the transform writes there, so a transform draws for `reset`
+        only.
+    reset: the envs whose rows start a new episode (`mjvec.xp.Rows`: host ids, or a device mask).
     """
 
     stepped: bool
-    reset_ids: np.ndarray
+    reset: Rows
+
+    @property
+    def reset_ids(self) -> np.ndarray:
+        """The envs of `reset` as sorted host ids (on a device: a copy back to the host)."""
+        return self.reset.host_ids()
 
 
 ObsTransform = Callable[[Any, ObsEvent], Any]

@@ -26,6 +26,7 @@ from mjvec.backends.base import FieldWrite
 from mjvec.errors import ConfigError, FieldWriteError, allowed
 from mjvec.randomization.hooks import HookWrapper
 from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
+from mjvec.xp import Rows, to_host
 
 _OBJ = {
     "body": mujoco.mjtObj.mjOBJ_BODY,
@@ -226,14 +227,21 @@ class DomainRandomization(HookWrapper, VectorWrapper):
         if writes:
             self._backend.write_fields(writes)
 
-    def _on_reset(self, env_ids: np.ndarray) -> None:
-        writes = self._writes("reset", np.asarray(env_ids, np.int64))
+    def _on_reset(self, rows: Rows) -> None:
+        # Model fields are written from the host: on a device this reads the reset mask back
+        # (model-field randomization is the one wrapper with a host round trip at resets).
+        if not any(t.mode in ("reset", "interval") for t in self._terms):
+            return
+        env_ids = rows.host_ids()
+        if not env_ids.size:
+            return
+        writes = self._writes("reset", env_ids)
         if writes:
             self._backend.write_fields(writes)
         for k, term in enumerate(self._terms):
             if term.mode == "interval":
                 lo, hi = term.interval_s  # type: ignore[misc]
-                self._timers[k, env_ids] = self._rng.uniform(env_ids, f"dr-timer/{term.name}", lo, hi)
+                self._timers[k, env_ids] = to_host(self._rng.uniform(env_ids, f"dr-timer/{term.name}", lo, hi))
 
     def _on_interval(self, dt: float) -> None:
         if not any(t.mode == "interval" for t in self._terms):
@@ -250,5 +258,5 @@ class DomainRandomization(HookWrapper, VectorWrapper):
             fired = np.flatnonzero(due[k])
             if fired.size:
                 lo, hi = term.interval_s  # type: ignore[misc]
-                self._timers[k, fired] = self._rng.uniform(fired, f"dr-timer/{term.name}", lo, hi)
+                self._timers[k, fired] = to_host(self._rng.uniform(fired, f"dr-timer/{term.name}", lo, hi))
 

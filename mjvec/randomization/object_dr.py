@@ -10,6 +10,7 @@ draws from the env's per-env streams for exactly the envs concerned (see
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
@@ -27,30 +28,33 @@ from mjvec.randomization.hooks import (
 from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.perception import (
     _check_delay,
+    _copy,
     _DelayQueue,
     _ResetMarks,
     _segment_hooks,
     _with_segment_starts,
 )
+from mjvec.xp import Rows, namespace_of
 
 MASS_SCALES = ("reference", "per_env")
 
 
-def _rotate_by_axis_angle(quat: np.ndarray, axis: np.ndarray, half: np.ndarray) -> np.ndarray:
+def _rotate_by_axis_angle(quat: Any, axis: Any, half: Any) -> Any:
     """(K, 4) wxyz: quat (K, 4) times the rotation by angle 2 * half (K,) about unnormalized axis (K, 3).
 
     The Hamilton product q * (cos h, sin h * n) with n = axis / |axis|, written out on columns: the
     delta rotation acts in the object's own frame, as the source's quat_matrix @ delta_matrix.
     """
-    s = np.sin(half) / np.maximum(np.sqrt(np.einsum("ij,ij->i", axis, axis)), 1e-12)
-    bw, bx, by, bz = np.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
+    xp = namespace_of(quat)
+    s = xp.sin(half) / xp.clip(xp.sqrt(xp.sum(axis * axis, axis=1)), min=1e-12)
+    bw, bx, by, bz = xp.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
     aw, ax, ay, az = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
-    out = np.empty_like(quat)
-    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
-    return out
+    return xp.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=1)
 
 
 class ObjectPoseLatency(HookWrapper, VectorWrapper):
@@ -80,40 +84,42 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         self._base, self._max = base, max_delay
         self._pos_std, self._rot = pos_std, math.radians(rot_deg)
         self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base.num_envs)
-        self._ids = np.arange(base.num_envs)
-        self._observed: tuple[np.ndarray, np.ndarray] | None = None
+        self._marks = _ResetMarks(base)
+        self._all = base._all_rows
+        self._observed: tuple[Any, Any] | None = None
         self._register(lambda: base.set_object_pose_source(self._pose),
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.lifecycle.subscribe("interval", self._advance))
 
-    def _sample(self, pose: np.ndarray, ids: np.ndarray, suffix: str = "") -> tuple[np.ndarray, np.ndarray]:
-        rng = self._base.rng
-        pos = pose[:, :3] + self._pos_std * rng.normal(ids, "dr/pose_noise" + suffix, (3,))
-        axis = rng.uniform(ids, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,))
-        half = rng.uniform(ids, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
-        return pos, _rotate_by_axis_angle(pose[:, 3:], axis, half)
+    def _sample(self, pose: Any, rows: Rows, suffix: str = "") -> tuple[Any, Any]:
+        """(pos, quat) of the selection's rows of `pose`, with noise drawn for those envs."""
+        rng, xp = self._base.rng, namespace_of(pose)
+        pos = pose[:, :3] + xp.astype(self._pos_std * rng.normal(rows, "dr/pose_noise" + suffix, (3,)), pose.dtype)
+        axis = xp.astype(rng.uniform(rows, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,)), pose.dtype)
+        half = rng.uniform(rows, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
+        return pos, _rotate_by_axis_angle(pose[:, 3:], axis, xp.astype(half, pose.dtype))
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
         pos, quat = self._base.true_object_pose()
         refill = _with_segment_starts(self._marks.take(), self._segments, 0)
-        self._queue.push(np.concatenate([pos, quat], axis=1), refill)
-        ages = self._base.rng.integers(self._ids, "dr/pose_delay", 0, self._max + 1)
-        self._observed = self._sample(self._queue.read(ages), self._ids)
+        self._queue.push(namespace_of(pos).concat([pos, quat], axis=1), refill)
+        ages = self._base.rng.integers(self._all, "dr/pose_delay", 0, self._max + 1)
+        self._observed = self._sample(self._queue.read(ages), self._all)
 
-    def _pose(self) -> tuple[np.ndarray, np.ndarray]:
+    def _pose(self) -> tuple[Any, Any]:
         """The pose the policy sees now; envs reset since the last call restart their queue."""
         refill = self._marks.take()
-        if self._observed is None or refill.size:
+        if self._observed is None or refill.any():
             pos, quat = self._base.true_object_pose()
-            self._queue.refill(np.concatenate([pos, quat], axis=1), refill)
+            self._queue.refill(namespace_of(pos).concat([pos, quat], axis=1), refill)
             if self._observed is None:
-                self._observed = self._sample(self._queue.newest(), self._ids, "/reset")
+                self._observed = self._sample(self._queue.newest(), self._all, "/reset")
             else:
-                fresh = self._sample(self._queue.newest()[refill], refill, "/reset")
-                self._observed[0][refill], self._observed[1][refill] = fresh
-        return self._observed[0].copy(), self._observed[1].copy()
+                fresh = self._sample(refill.take(self._queue.newest()), refill, "/reset")
+                refill.put(self._observed[0], fresh[0])
+                refill.put(self._observed[1], fresh[1])
+        return _copy(self._observed[0]), _copy(self._observed[1])
 
 
 class ObjectScaleNoise(HookWrapper, VectorWrapper):
@@ -129,15 +135,15 @@ class ObjectScaleNoise(HookWrapper, VectorWrapper):
         if not (0 < low <= high and math.isfinite(high)):
             raise ConfigError(f"ObjectScaleNoise: need 0 < low <= high, got low={low}, high={high}")
         self._base, self._low, self._high = base, low, high
-        self._mult = np.ones((base.num_envs, 3))
+        self._mult = base.zeros((3,), base.xp.float64) + 1.0
         self._register(lambda: base.set_object_scale_source(self._scales),
                        lambda: base.lifecycle.subscribe("reset", self._draw))
 
-    def _draw(self, env_ids: np.ndarray) -> None:
-        self._mult[env_ids] = self._base.rng.uniform(env_ids, "dr/scale_noise", self._low, self._high, (3,))
+    def _draw(self, rows: Rows) -> None:
+        rows.put(self._mult, self._base.rng.uniform(rows, "dr/scale_noise", self._low, self._high, (3,)))
 
-    def _scales(self) -> np.ndarray:
-        return np.asarray(self._base.object_scales) * self._mult
+    def _scales(self) -> Any:
+        return self._base.object_scales * self._mult
 
 
 class RandomPushes(HookWrapper, VectorWrapper):
@@ -183,37 +189,36 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.mass_scale = mass_scale
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
         self._body = np.array([int(base.push_body_id)], np.int64)
-        self._prob = np.zeros((2, base.num_envs))  # force, torque
-        self._ids = np.arange(base.num_envs)
-        self._wrench = np.zeros((base.num_envs, 1, 6))
-        self.force_pushed = np.zeros(base.num_envs, bool)
-        self.torque_pushed = np.zeros(base.num_envs, bool)
-        self.pushed = np.zeros(base.num_envs, bool)
+        self._prob = [base.zeros((), base.xp.float64) for _ in range(2)]  # force, torque
+        self._all = base._all_rows
+        self.force_pushed = base.zeros((), base.xp.bool)
+        self.torque_pushed = base.zeros((), base.xp.bool)
+        self.pushed = base.zeros((), base.xp.bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
                        lambda: base.lifecycle.subscribe("interval", self._on_step))
 
-    def _mass(self, ids: np.ndarray) -> np.ndarray | float:
+    def _mass(self, rows: Rows) -> Any:
         if self.mass_scale == "reference":
             return float(self._base.push_reference_mass)
-        return np.asarray(self._base.push_mass)[ids, None]
+        return self._base.xp.astype(rows.take(self._base.push_mass), self._base.xp.float64)[:, None]
 
-    def _on_reset(self, env_ids: np.ndarray) -> None:
-        rng = self._base.rng
+    def _on_reset(self, rows: Rows) -> None:
+        rng, xp = self._base.rng, self._base.xp
         for row, kind in enumerate(("force", "torque")):
-            self._prob[row, env_ids] = np.exp(rng.uniform(env_ids, f"dr/push_{kind}_prob", *self._log_range))
+            rows.put(self._prob[row], xp.exp(rng.uniform(rows, f"dr/push_{kind}_prob", *self._log_range)))
 
     def _on_step(self, dt: float) -> None:
-        base = self._base
-        allowed_now = np.asarray(base.push_allowed(), bool)
-        self._wrench[:] = 0.0
+        base, xp = self._base, self._base.xp
+        allowed_now = base.push_allowed()
+        wrench = base.zeros((1, 6), xp.float64)
         masks = []
         for row, kind in enumerate(("force", "torque")):
-            pushed = (base.rng.uniform(self._ids, f"dr/push_{kind}_draw") < self._prob[row]) & allowed_now
-            ids = np.flatnonzero(pushed)
-            if ids.size:
-                draw = base.rng.normal(ids, f"dr/push_{kind}", (3,))
-                self._wrench[ids, 0, 3 * row:3 * row + 3] = draw * self._mass(ids) * self._scales[row]
+            pushed = (base.rng.uniform(self._all, f"dr/push_{kind}_draw") < self._prob[row]) & allowed_now
+            rows = Rows.of_mask(pushed)
+            if rows.any():
+                draw = base.rng.normal(rows, f"dr/push_{kind}", (3,)) * self._mass(rows) * self._scales[row]
+                rows.put(wrench[:, 0, 3 * row:3 * row + 3], draw)
             masks.append(pushed)
         self.force_pushed, self.torque_pushed = masks
         self.pushed = self.force_pushed | self.torque_pushed
-        self._input.write(None, self._body, self._wrench)
+        self._input.write(None, self._body, wrench)

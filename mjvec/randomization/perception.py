@@ -36,6 +36,7 @@ from mjvec.randomization.hooks import (
     PolicyLayoutHooks,
     require_hooks,
 )
+from mjvec.xp import Rows, namespace_of
 
 
 def _check_delay(who: str, max_delay: object) -> None:
@@ -50,73 +51,85 @@ def _segment_hooks(env: VectorEnv, refill_on_goal: object, who: str) -> Any:
     return require_hooks(env, GoalSegmentHooks, who=f"{who}(refill_on_goal=True)") if refill_on_goal else None
 
 
-def _with_segment_starts(ids: np.ndarray, segments: Any, steps_since_start: int) -> np.ndarray:
-    """`ids` plus the envs whose goal-segment counter equals `steps_since_start` (sorted, unique)."""
+def _with_segment_starts(rows: Rows, segments: Any, steps_since_start: int) -> Rows:
+    """`rows` plus the envs whose goal-segment counter equals `steps_since_start`."""
     if segments is None:
-        return ids
-    return np.union1d(ids, np.flatnonzero(segments.goal_segment_steps() == steps_since_start)).astype(np.int64)
+        return rows
+    return rows.union(segments.goal_segment_steps() == steps_since_start)
 
 
-def _policy(obs: Any) -> np.ndarray:
+def _policy(obs: Any) -> Any:
     return obs["policy"] if isinstance(obs, Mapping) else obs
 
 
-def _with_policy(obs: Any, policy: np.ndarray) -> Any:
+def _with_policy(obs: Any, policy: Any) -> Any:
     if isinstance(obs, Mapping):
         return {**obs, "policy": policy}
     return policy
 
 
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value.clone()
+
+
 class _ResetMarks:
-    """Envs reset since the last time a queue looked (`mark` is a lifecycle reset callback)."""
+    """Envs reset since the last time a queue looked (`mark` is a lifecycle reset callback), as a
+    mask in the env's namespace."""
 
-    def __init__(self, num_envs: int) -> None:
-        self.marked = np.ones(num_envs, bool)
+    def __init__(self, base: Any) -> None:
+        self.marked = base.zeros((), base.xp.bool) | True
 
-    def mark(self, env_ids: np.ndarray) -> None:
-        self.marked[env_ids] = True
+    def mark(self, rows: Rows) -> None:
+        rows.put(self.marked, True)
 
-    def take(self) -> np.ndarray:
-        ids = np.flatnonzero(self.marked)
-        self.marked[:] = False
-        return ids
+    def take(self) -> Rows:
+        rows = Rows.of_mask(_copy(self.marked))
+        self.marked[...] = False
+        return rows
 
 
 class _DelayQueue:
     """A ring of the last `depth` values (depth, N, ...); `read` picks a random age per env.
 
-    Age 0 is the newest value. A ring (not np.roll) so that a push writes one slot.
+    Age 0 is the newest value. A ring (not a roll) so that a push writes one slot.
     """
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
-        self.buf: np.ndarray | None = None
+        self.buf: Any = None
         self.head = 0
 
-    def push(self, value: np.ndarray, refill: np.ndarray) -> None:
+    def _fill(self, value: Any) -> None:
+        xp = namespace_of(value)
+        self.buf = xp.stack([value] * self.depth, axis=0)
+
+    def push(self, value: Any, refill: Rows) -> None:
         """Add `value` as the newest; envs in `refill` (just reset) get it at every age."""
         if self.buf is None:
-            self.buf = np.repeat(value[None], self.depth, axis=0)
+            self._fill(value)
             return
         self.head = (self.head - 1) % self.depth
         self.buf[self.head] = value
-        if refill.size:
-            self.buf[:, refill] = value[refill]
+        self.refill(value, refill)
 
-    def refill(self, value: np.ndarray, ids: np.ndarray) -> None:
-        """Set every age of envs `ids` to their `value` row (all envs on first use); no shift."""
+    def refill(self, value: Any, rows: Rows) -> None:
+        """Set every age of envs `rows` to their `value` row (all envs on first use); no shift."""
         if self.buf is None:
-            self.buf = np.repeat(value[None], self.depth, axis=0)
-        else:
-            self.buf[:, ids] = value[ids]
+            self._fill(value)
+        elif rows.any():
+            fresh = rows.take(value)
+            for age in range(self.depth):
+                rows.put(self.buf[age], fresh)
 
-    def newest(self) -> np.ndarray:
+    def newest(self) -> Any:
         assert self.buf is not None
         return self.buf[self.head]
 
-    def read(self, ages: np.ndarray) -> np.ndarray:
+    def read(self, ages: Any) -> Any:
         assert self.buf is not None
-        return self.buf[(self.head + ages) % self.depth, np.arange(ages.size)]
+        xp = namespace_of(ages)
+        envs = xp.arange(ages.shape[0], device=getattr(ages, "device", None)) if xp is not np else np.arange(ages.size)
+        return self.buf[(self.head + ages) % self.depth, envs]
 
 
 class ObservationNoise(HookWrapper, VectorWrapper):
@@ -139,21 +152,17 @@ class ObservationNoise(HookWrapper, VectorWrapper):
         if not (math.isfinite(std) and std >= 0):
             raise ConfigError(f"ObservationNoise: std must be finite and >= 0, got {std}")
         self._slice, self._std, self._base = starts[block], float(std), base
-        self._ids = np.arange(base.num_envs)
+        self._all = base._all_rows
         self._stream = f"dr/obs_noise/{block}"
         self._register(lambda: base.add_observation_transform(self._transform))
 
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
-        policy = _policy(obs).copy()
-        ids, stream = (self._ids, self._stream) if event.stepped else (event.reset_ids, f"{self._stream}/reset")
+        policy = _copy(_policy(obs))
+        rows, stream = (self._all, self._stream) if event.stepped else (event.reset, f"{self._stream}/reset")
         width = self._slice.stop - self._slice.start
-        dtype = policy.dtype.type
-        noise = self._base.rng.normal(ids, stream, (width,), dtype=dtype)
-        noise *= dtype(self._std)
-        if event.stepped:
-            policy[:, self._slice] += noise
-        else:
-            policy[ids, self._slice] += noise
+        noise = self._base.rng.normal(rows, stream, (width,), dtype=np.float32) * self._std
+        block = policy[:, self._slice]  # a view: the rows below write through
+        rows.put(block, rows.take(block) + noise)
         return _with_policy(obs, policy)
 
 
@@ -174,16 +183,16 @@ class ObservationDelay(HookWrapper, VectorWrapper):
         self._segments = _segment_hooks(env, refill_on_goal, "ObservationDelay")
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
-        self._ids = np.arange(base.num_envs)
+        self._all = base._all_rows
         self._register(lambda: base.add_observation_transform(self._transform))
 
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
         fresh = _policy(obs)
         if not event.stepped:
-            self._queue.refill(fresh, event.reset_ids)
+            self._queue.refill(fresh, event.reset)
             return obs
-        self._queue.push(fresh, _with_segment_starts(event.reset_ids, self._segments, 1))
-        ages = self._base.rng.integers(self._ids, "dr/obs_delay", 0, self._max + 1)
+        self._queue.push(fresh, _with_segment_starts(event.reset, self._segments, 1))
+        ages = self._base.rng.integers(self._all, "dr/obs_delay", 0, self._max + 1)
         return _with_policy(obs, self._queue.read(ages))
 
 
@@ -203,12 +212,12 @@ class ActionDelay(HookWrapper, VectorWrapper):
         self._segments = _segment_hooks(env, refill_on_goal, "ActionDelay")
         self._base, self._max = base, max_delay
         self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base.num_envs)
-        self._ids = np.arange(base.num_envs)
+        self._marks = _ResetMarks(base)
+        self._all = base._all_rows
         self._register(lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.add_action_transform(self._transform))
 
-    def _transform(self, actions: np.ndarray) -> np.ndarray:
+    def _transform(self, actions: Any) -> Any:
         self._queue.push(actions, _with_segment_starts(self._marks.take(), self._segments, 1))
-        ages = self._base.rng.integers(self._ids, "dr/action_delay", 0, self._max + 1)
+        ages = self._base.rng.integers(self._all, "dr/action_delay", 0, self._max + 1)
         return self._queue.read(ages)

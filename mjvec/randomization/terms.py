@@ -18,6 +18,7 @@ import numpy as np
 
 from mjvec.errors import ConfigError, allowed
 from mjvec.rng import EnvRandom
+from mjvec.xp import to_host
 
 MODES = ("startup", "reset", "interval")
 DISTRIBUTIONS = ("uniform", "log_uniform", "gaussian")
@@ -174,14 +175,15 @@ class EventTerm:
 
 
 def sample(rng: EnvRandom, env_ids: np.ndarray, term: EventTerm, shape: tuple[int, ...]) -> np.ndarray:
-    """(K, *shape) draws of the term's distribution on the term's own stream."""
+    """(K, *shape) host draws of the term's distribution on the term's own stream (model fields are
+    written from the host, so draws made on a device come back to it)."""
     stream = f"dr/{term.name}"
     if term.distribution == "uniform":
-        return rng.uniform(env_ids, stream, term.low, term.high, shape)
+        return to_host(rng.uniform(env_ids, stream, term.low, term.high, shape))
     if term.distribution == "log_uniform":
-        u = rng.uniform(env_ids, stream, math.log(term.low), math.log(term.high), shape)
+        u = to_host(rng.uniform(env_ids, stream, math.log(term.low), math.log(term.high), shape))
         return np.exp(u)
-    return term.low + term.high * rng.normal(env_ids, stream, shape)
+    return term.low + term.high * to_host(rng.normal(env_ids, stream, shape))
 
 
 def apply_operation(default: np.ndarray, draw: np.ndarray, operation: str) -> np.ndarray:

@@ -191,6 +191,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
         checked = self._validated(writes)
+        self._count_writes(writes)
         touched = np.zeros(self.num_envs, bool)
         moved: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         for write, ids, values in checked:

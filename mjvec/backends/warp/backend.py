@@ -214,6 +214,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
     def write_fields(self, writes: Sequence[FieldWrite]) -> None:
         self._check_open()
         checked = self._validated(writes)
+        self._count_writes(writes)
         touched = [np.zeros(g.nworld, bool) for g in self._groups]
         moved: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         for write, ids, values in checked:
