@@ -2,12 +2,14 @@
 
 For each N in --num-envs (600 tools by default), in one run:
 - env: `gym.make_vec("SimToolReal-v0", num_envs=N, backend="warp", device=D)` stepped with random
-  actions, the paper randomization on (the task layer is numpy on the host: HostViews mirrors the
-  state each step on a GPU);
-- host: the env's HostViews.step(frame_skip) (the physics call the task layer makes, with mirrors);
-- backend: `WarpBackend.step(frame_skip)` on the same worlds (input scatter, output gather, failure check);
+  torch actions on D, the paper randomization on (the task layer runs in torch on D);
+- env (host task): the same with `task_namespace="numpy"` (the task layer in numpy on the host,
+  the state copied both ways each step: what the device path saves);
+- backend: `WarpBackend.step(frame_skip)` on the env's worlds (input scatter, output gather,
+  failure restore);
 - raw: graph replay of frame_skip x `mujoco_warp.step` on the same Models/Datas, nothing else;
 and prints each rate in env-steps/s with its ratio to raw, and the task layer's share of env.step.
+Every timed block ends with a device synchronisation.
 Then device memory of a backend with --tools tools vs 1 tool at the largest N, each built in a
 fresh subprocess.
 
@@ -65,51 +67,58 @@ def _raw_runner(backend: Any, frame_skip: int, device: str) -> Any:
     return run
 
 
-def _make_env(num_envs: int, tools: int, device: str) -> Any:
+def _make_env(num_envs: int, tools: int, device: str, task_namespace: str | None = None) -> Any:
     import gymnasium as gym
 
     import mjvec  # noqa: F401  (registers SimToolReal-v0)
 
-    return gym.make_vec("SimToolReal-v0", num_envs=num_envs, backend="warp", device=device, num_tools=tools)
+    return gym.make_vec("SimToolReal-v0", num_envs=num_envs, backend="warp", device=device, num_tools=tools,
+                        task_namespace=task_namespace)
 
 
 def _bench_one(num_envs: int, args: argparse.Namespace) -> None:
+    import torch
+
     from mjvec.envs.config import SimToolRealConfig
 
     frame_skip = SimToolRealConfig().frame_skip
     t0 = time.perf_counter()
     env = _make_env(num_envs, args.tools, args.device)
+    host_env = _make_env(num_envs, args.tools, args.device, task_namespace="numpy")
     env.reset(seed=0)
-    host = env.unwrapped.backend  # HostViews: the task layer's numpy mirrors of the device state
-    backend = host.inner  # the WarpBackend itself
-    print(f"N={num_envs}: built in {time.perf_counter() - t0:.1f} s ({backend.num_groups} variant groups)")
+    host_env.reset(seed=0)
+    backend = env.unwrapped.backend  # the WarpBackend the device task layer steps
+    print(f"N={num_envs}: two envs built in {time.perf_counter() - t0:.1f} s ({backend.num_groups} variant groups)")
     block = max(1, args.steps)
-    actions = np.random.default_rng(0).uniform(-1, 1, (num_envs, *env.single_action_space.shape)).astype(np.float32)
+    shape = (num_envs, *env.single_action_space.shape)
+    actions = torch.as_tensor(np.random.default_rng(0).uniform(-1, 1, shape), dtype=torch.float32, device=args.device)
     raw = _raw_runner(backend, frame_skip, args.device)
 
     def repeat(fn: Any) -> Any:
         def run() -> None:
             for _ in range(block):
                 fn()
+            _sync(args.device)
 
         return run, block * num_envs
 
     cases = {
         "env": repeat(lambda: env.step(actions)),
-        "host": repeat(lambda: host.step(frame_skip)),
+        "host_env": repeat(lambda: host_env.step(actions)),
         "backend": repeat(lambda: backend.step(frame_skip)),
         "raw": repeat(raw),
     }
     rates = interleaved_rates(cases, repeats=args.repeats)
     r_raw = rates["raw"]
     print(f"  raw mujoco_warp.step x{frame_skip} (graph replay): {r_raw:,.0f} env-steps/s")
-    for name, label in (("backend", f"WarpBackend.step({frame_skip})"), ("host", "+ host state mirrors"),
-                        ("env", "end-to-end env.step")):
+    for name, label in (("backend", f"WarpBackend.step({frame_skip})"), ("env", "env.step, task on the device"),
+                        ("host_env", "env.step, task on the host (numpy)")):
         print(f"  {label:<40} {rates[name]:,.0f} env-steps/s; ratio to raw {rates[name] / r_raw:.3f}")
-    # Share of an env step spent outside the physics call the task layer makes (observations,
-    # rewards, resets, wrappers): 1 - (env rate / host-views step rate).
-    print(f"  task-layer share of env.step: {1 - rates['env'] / rates['host']:.1%}")
+    # Share of an env step spent outside the physics step (observations, rewards, resets, wrappers).
+    print(f"  task-layer share of env.step: device {1 - rates['env'] / rates['backend']:.1%}, "
+          f"host {1 - rates['host_env'] / rates['backend']:.1%}; device/host {rates['env'] / rates['host_env']:.2f}x")
     env.close()
+    host_env.close()
 
 
 def _rss() -> int:

@@ -166,11 +166,11 @@ def test_simtoolreal_cpu_and_warp_agree_over_300_steps(preset: str, seed: int) -
         action = rng.uniform(-1, 1, (n, 29))
         _, _, term_c, trunc_c, _ = cpu.step(action)
         _, _, term_w, trunc_w, _ = warp.step(action)
-        robot_any, robot_tool = _robot_contacts(bw.inner)
+        robot_any, robot_tool = _robot_contacts(bw)
         robot_touched |= robot_any
         tool_touched |= robot_tool
         live = ~done
-        qc, qw = bc.qpos, bw.qpos
+        qc, qw = bc.qpos, bw.qpos.cpu().numpy()
         calm = live & ~robot_touched
         worst["robot"] = max(worst["robot"], float(np.abs(qc[calm, :29] - qw[calm, :29]).max(initial=0)))
         zc, zw = qc[:, obj + 2], qw[:, obj + 2]
@@ -182,7 +182,7 @@ def test_simtoolreal_cpu_and_warp_agree_over_300_steps(preset: str, seed: int) -
         np.testing.assert_array_equal(term_c[on_table], term_w[on_table])
         done |= term_c | term_w | trunc_c | trunc_w
     rest = ~done & ~tool_touched & ~dropped_c & ~dropped_w
-    final = np.abs(bc.qpos[rest, obj : obj + 3] - bw.qpos[rest, obj : obj + 3]).max(initial=0)
+    final = np.abs(bc.qpos[rest, obj : obj + 3] - bw.qpos.cpu().numpy()[rest, obj : obj + 3]).max(initial=0)
     measured = (f"robot before contact {worst['robot']:.1e}, tool tumbling {worst['tumble']:.1e}, at rest {final:.1e} "
                 f"({rest.sum()} envs)")
     assert worst["robot"] < ROBOT_TOL and worst["tumble"] < TOOL_TUMBLE_TOL and final < TOOL_REST_TOL, measured

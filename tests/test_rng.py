@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mjvec.errors import ConfigError
-from mjvec.rng import EnvRandom
+from mjvec.rng import EnvRandom, words_as_uint64
+from mjvec.xp import Rows
 
 N_ENVS = 2000
 
@@ -101,3 +102,60 @@ def test_seed_errors():
         EnvRandom(np.arange(2), -1)
     with pytest.raises(ConfigError, match="expected one per env"):
         EnvRandom(np.arange(2), [1, 2, 3])
+
+
+# ---- the device streams: the same splitmix64 in int64 torch arithmetic ---------------------------
+def _pair(n: int = 64, seed: int = 11) -> tuple[EnvRandom, EnvRandom]:
+    torch = pytest.importorskip("torch")
+    ids = np.arange(1000, 1000 + n)
+    return EnvRandom(ids, seed), EnvRandom(ids, seed, like=torch.zeros(1))
+
+
+def test_device_streams_give_the_host_words_and_uniforms_bit_for_bit():
+    """Oracle: the uint64 host computation. Dense mask draws (the device step's form) advance only
+    the masked envs, so a later draw still matches the host streams drawn by ids."""
+    host, dev = _pair()
+    import torch
+
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        mask = rng.random(64) < 0.4
+        ids = np.flatnonzero(mask)
+        rows = Rows.of_mask(torch.as_tensor(mask)) if k % 2 else ids
+        np.testing.assert_array_equal(words_as_uint64(_sel(dev.bits(rows, "w", 3), mask, k)), host.bits(ids, "w", 3))
+        u_dev = _sel(dev.uniform(rows, "u", -2.0, 5.0, (2, 3)), mask, k).numpy()
+        np.testing.assert_array_equal(u_dev, host.uniform(ids, "u", -2.0, 5.0, (2, 3)))
+        for low, high in ((-3, 7), (0, 600), (5, 5 + (1 << 20))):  # both integer paths
+            got = _sel(dev.integers(rows, f"i{high}", low, high, (4,)), mask, k).numpy()
+            np.testing.assert_array_equal(got, host.integers(ids, f"i{high}", low, high, (4,)))
+    everyone = np.arange(64)
+    np.testing.assert_array_equal(words_as_uint64(dev.bits(everyone, "w", 2)), host.bits(everyone, "w", 2))
+
+
+def _sel(value, mask: np.ndarray, k: int):
+    """The selected rows of a draw: a dense (mask) draw returns every row, an id draw only its own."""
+    import torch
+
+    return value[torch.as_tensor(mask)] if k % 2 else value
+
+
+@pytest.mark.parametrize(("dtype", "ulps"), [(np.float64, 4), (np.float32, 4)])
+def test_device_normals_and_quaternions_match_the_host_within_ulps(dtype, ulps):
+    """Box-Muller goes through log/cos/sin, which torch and numpy round independently: measured
+    at most 1 ulp apart on the values' scale; the bound allows a few."""
+    host, dev = _pair(256)
+    ids = np.arange(0, 256, 3)
+    want = host.normal(ids, "n", (5,), dtype=dtype)
+    got = dev.normal(ids, "n", (5,), dtype=dtype).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=ulps * np.finfo(dtype).eps * np.abs(want).max())
+    np.testing.assert_allclose(dev.quaternion(ids, "q").numpy(), host.quaternion(ids, "q"), rtol=0, atol=1e-15)
+
+
+def test_device_reseed_matches_the_host():
+    host, dev = _pair()
+    for r in (host, dev):
+        r.uniform(np.arange(64), "a")
+        r.seed([7, 8, 9], env_ids=np.array([1, 5, 60]))
+    np.testing.assert_array_equal(dev.uniform(np.arange(64), "a", shape=(3,)).numpy(),
+                                  host.uniform(np.arange(64), "a", shape=(3,)))

@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 
 from mjvec.backends.base import Capabilities, FieldWrite, SceneBackend, check_input_write
+from mjvec.xp import to_host
 
 INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
 
@@ -92,7 +93,11 @@ class HostViews:
         self._push()
         failed = self._backend.step(nstep)
         self._pull()
-        return np.asarray(failed, bool)
+        # The host waits for every step anyway: check the device's overflow flags each step too.
+        check = getattr(self._backend, "check_overflow", None)
+        if check is not None:
+            check()
+        return np.asarray(to_host(failed), bool)
 
     def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         self._push()

@@ -92,14 +92,18 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
         raise ActionTypeError(
             f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
         )
+    _check_finite(array)
+    return np.clip(array.astype(np.float64, copy=False), low, high)
+
+
+def _check_finite(array: np.ndarray) -> None:
     finite = np.isfinite(array).all(axis=1)
     if not finite.all():
         bad = np.flatnonzero(~finite)
         raise ActionError(
             f"actions are NaN or infinite for envs {bad[:16].tolist()}"
-            f"{' ...' if bad.size > 16 else ''} ({bad.size} of {shape[0]}); every action must be finite"
+            f"{' ...' if bad.size > 16 else ''} ({bad.size} of {array.shape[0]}); every action must be finite"
         )
-    return np.clip(array.astype(np.float64, copy=False), low, high)
 
 
 def check_device_actions(actions: Any, shape: tuple[int, int], low: Any, high: Any) -> tuple[Any, Any]:
@@ -107,10 +111,11 @@ def check_device_actions(actions: Any, shape: tuple[int, int], low: Any, high: A
 
     actions: a tensor (any device, moved to `low`'s) or a numpy array (copied to the device).
     Type, dtype and shape are checked on the host (they are metadata: no waiting for the device)
-    and raise as in `check_actions`. Values are NOT inspected on the host: `bad` (N,) bool marks
-    the rows with a non-finite value, whose actions are replaced by zeros; the env treats those
-    envs as failed this step (reset, truncated, `info["sim_error"]`). Returns actions in `low`'s
-    dtype, clipped to [low, high].
+    and raise as in `check_actions`; so do a host array's values (they are on the host already).
+    A tensor's values are NOT inspected on the host: `bad` (N,) bool marks the rows with a
+    non-finite value, whose actions are replaced by zeros; the env treats those envs as failed
+    this step (reset, truncated, `info["sim_error"]`). Returns actions in `low`'s dtype, clipped
+    to [low, high].
     """
     torch = sys.modules["torch"]
     if _is_torch_tensor(actions):
@@ -125,7 +130,9 @@ def check_device_actions(actions: Any, shape: tuple[int, int], low: Any, high: A
             )
         tensor = actions.detach()
     elif isinstance(actions, (np.ndarray, list, tuple)):
-        tensor = torch.as_tensor(check_host_dtype_and_shape(actions, shape))
+        array = check_host_dtype_and_shape(actions, shape)
+        _check_finite(array)
+        tensor = torch.as_tensor(array)
     else:
         raise ActionTypeError(
             f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"

@@ -453,6 +453,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """`value` (host data) as an array in the state's namespace and on its device."""
         if self._host:
             return np.asarray(value, dtype=dtype)
+        if isinstance(value, np.ndarray) and not value.flags.writeable:
+            value = value.copy()  # torch refuses to wrap read-only host memory
         return self.xp.asarray(value, dtype=dtype, device=self._device_of())
 
     def _device_of(self) -> Any:

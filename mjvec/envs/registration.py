@@ -60,6 +60,10 @@ class SimToolRealOptions:
     tool_geometry: how tools are modelled ("primitive" or "mesh").
     array_backend: "numpy" or "torch"; None picks the backend's native kind (numpy for "cpu",
         torch on the backend's device for "warp").
+    task_namespace: where the task layer (observations, reward, resets, randomization) runs. None:
+        where the backend keeps its state (numpy for "cpu", torch on the device for "warp", with no
+        per-step host round trip); "numpy": on the host whatever the backend, through host copies
+        of the state made every step (slower on a device; a reference for the device path).
     config: task constants; None for the paper's.
     randomization: "paper" (the source's delays, noise and pushes; `mjvec.randomization.paper`),
         None or "none" (the bare task), or a sequence of `EventTerm`s (model-field DR). Names are
@@ -77,6 +81,7 @@ class SimToolRealOptions:
     num_tools: int = MAX_TOOLS
     tool_geometry: str = "primitive"
     array_backend: str | None = None
+    task_namespace: str | None = None
     device: str | None = None
     record_episode_statistics: bool = False
     render_size: tuple[int, int] = (240, 320)
@@ -114,6 +119,11 @@ class SimToolRealOptions:
         if self.tool_geometry not in TOOL_GEOMETRIES:
             raise ConfigError(
                 f"tool_geometry={self.tool_geometry!r} is not supported; allowed values are {allowed(TOOL_GEOMETRIES)}"
+            )
+        if self.task_namespace not in (None, "numpy"):
+            raise ConfigError(
+                f"task_namespace must be None (where the backend keeps its state) or 'numpy' (on the host), "
+                f"got {self.task_namespace!r}"
             )
         if self.config is not None and not isinstance(self.config, SimToolRealConfig):
             raise ConfigError(f"config must be a SimToolRealConfig or None, got {type(self.config).__name__}")
@@ -167,11 +177,11 @@ def make_vec(num_envs: int = 1, **kwargs: Any) -> gym.vector.VectorEnv:
         num_variants=opts.num_tools, make_variant=make_variant, num_envs=num_envs,
         env_id_offset=opts.env_id_offset, name="simtoolreal",
     )
-    # The task layer is numpy: a backend keeping other arrays is seen through host views.
+    # The task runs where the backend keeps its state (numpy on the host, torch on a device).
     # `device` places the env's outputs; a backend that takes a device keeps its state there too.
     takes_device = backend_entry(opts.backend).default_device is not None
     backend = make_backend(opts.backend, scene, num_threads=opts.num_threads,
-                           device=opts.device if takes_device else None, state_namespace="numpy")
+                           device=opts.device if takes_device else None, state_namespace=opts.task_namespace)
     try:
         env = SimToolRealEnv(
             backend,

@@ -59,6 +59,8 @@ class WarpBackend(GeometryWrites, SceneBackend):
     njmax: constraint rows per world (a hard bound); default covers nconmax contacts plus every
         limit, dof friction and equality row. A step that overflows either raises ConfigError.
     use_graph: replay captured graphs for step/forward/reset (False: launch eagerly, for debugging).
+    overflow_check_interval: steps between host checks of the device's buffer-overflow flags (1:
+        every step, which reads a mask back each step and so waits for the device).
     """
 
     def __init__(
@@ -69,8 +71,12 @@ class WarpBackend(GeometryWrites, SceneBackend):
         nconmax: int | None = None,
         njmax: int | None = None,
         use_graph: bool = True,
+        overflow_check_interval: int = 1000,
         progress: bool = True,
     ) -> None:
+        if isinstance(overflow_check_interval, bool) or not isinstance(overflow_check_interval, int) or \
+                overflow_check_interval < 1:
+            raise ConfigError(f"overflow_check_interval must be an int >= 1, got {overflow_check_interval!r}")
         for label, value in (("nconmax", nconmax), ("njmax", njmax)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{label} must be an int >= 1 or None, got {value!r}")
@@ -111,6 +117,9 @@ class WarpBackend(GeometryWrites, SceneBackend):
         with wp.ScopedDevice(self._wp_device):
             for rt in self._runtimes:
                 rt.warm_up()
+        self._steps = 0
+        self._overflowed = torch.zeros(self.num_envs, dtype=torch.bool, device=self._views.torch_device)
+        self.overflow_check_interval = overflow_check_interval
         self._start_lifetime()
 
     # ---- identity -------------------------------------------------------------------------
@@ -279,50 +288,57 @@ class WarpBackend(GeometryWrites, SceneBackend):
     def xfrc_applied(self) -> Any:
         return self._views.views["xfrc_applied"]
 
-    def step(self, nstep: int = 1) -> np.ndarray:
+    def step(self, nstep: int = 1) -> Any:
+        """Advance every env by `nstep` physics steps; returns the (num_envs,) bool DEVICE mask of
+        envs whose step failed (a non-finite or huge state, or a buffer overflow).
+
+        Nothing is read back to the host: a failed world's state and bound outputs are put back to
+        their values before the step as array ops, and the caller resets it. Buffer overflows are
+        counted on the device and checked every `overflow_check_interval` steps (1: every step),
+        where a ConfigError names the envs and the fix (raise nconmax / njmax).
+        """
         self._check_open()
         if isinstance(nstep, bool) or not isinstance(nstep, int) or nstep < 1:
             raise ConfigError(f"nstep must be an int >= 1, got {nstep!r}")
         self._views.scatter_inputs()
+        outputs = {name: [v.clone() for v in gvs] for name, gvs in self._views.outputs().items()}
         self._views.torch_to_warp()
         with wp.ScopedDevice(self._wp_device):
             for rt in self._runtimes:
                 rt.launch_step(nstep)
-            flags = [rt.bad.numpy() for rt in self._runtimes]  # one host sync, after all launches
-            self._views.warp_to_torch()
-            if any((f & _OVERFLOW).any() for f in flags):
-                self._undo_step_and_raise(flags)
-            failed_rows = [np.flatnonzero(f) for f in flags]
-            for rt, rows in zip(self._runtimes, failed_rows, strict=True):
-                if rows.size:
-                    rt.restore_backup(rows)
-            if any(rows.size for rows in failed_rows):
-                self._forward_rows(failed_rows)
+        self._views.warp_to_torch()
+        failed_groups = [rt.failed() for rt in self._runtimes]
+        for g, (rt, failed) in enumerate(zip(self._runtimes, failed_groups, strict=True)):
+            rt.restore_where(failed)
+            for name, saved in outputs.items():
+                current = self._views.group_views[name][g]
+                current.copy_(torch.where(failed.reshape(-1, *([1] * (current.dim() - 1))), saved[g], current))
+        overflowed = self._views.to_global([rt.overflowed() for rt in self._runtimes])
+        self._overflowed = self._overflowed | overflowed
         self._views.gather()
-        failed = np.zeros(self.num_envs, bool)
-        for group, rows in zip(self._groups, failed_rows, strict=True):
-            failed[group.env_ids[rows]] = True
-        if failed.any():
-            log.warning("simulation failed (non-finite state) in envs %s; restored their pre-step state",
-                        np.flatnonzero(failed).tolist())
-        return failed
+        self._steps += 1
+        if self._steps % self.overflow_check_interval == 0:
+            self.check_overflow()
+        return self._views.to_global(failed_groups)
 
-    def _undo_step_and_raise(self, flags: list[np.ndarray]) -> None:
+    def check_overflow(self) -> None:
+        """Raise ConfigError if any world overflowed a buffer since the last check (reads one device
+        mask back to the host). Those worlds' steps were undone and reported failed."""
+        overflowed = self._overflowed.cpu().numpy().copy()
+        if not overflowed.any():
+            return
+        self._overflowed.zero_()
         kinds = 0
         for rt in self._runtimes:
             kinds |= int(np.bitwise_or.reduce(rt.group.d.overflow.numpy(), initial=0)) & B.buffer_overflows()
-            rt.restore_backup(np.arange(rt.group.nworld))
             rt.group.d.overflow.zero_()
-        self._forward_rows([np.arange(g.nworld) for g in self._groups])
-        self._views.gather()
-        envs = np.concatenate([g.env_ids[np.flatnonzero(f & _OVERFLOW)] for g, f in zip(self._groups, flags,
-                                                                                        strict=True)])
+        envs = np.flatnonzero(overflowed)
         names = [k.name for k in mjw.OverflowType if kinds & k and k.name != "ALL"]
         raise ConfigError(
             f"mujoco_warp's buffers overflowed ({names}; NEFC/NJMAX_NNZ: raise njmax, BROADPHASE/NARROWPHASE/CCD: "
-            f"raise nconmax) in envs {envs[:8].tolist()} ({envs.size} in all), so that step was wrong and was "
-            "undone. Fix: build the backend with a larger nconmax and/or njmax (WarpBackend(..., nconmax=..., "
-            "njmax=...))"
+            f"raise nconmax) in envs {envs[:8].tolist()} ({envs.size} in all); those steps were undone and "
+            "reported as failed. Fix: build the backend with a larger nconmax and/or njmax (WarpBackend(..., "
+            "nconmax=..., njmax=...))"
         )
 
     def _forward_rows(self, rows_per_group: list[np.ndarray]) -> None:
@@ -335,10 +351,19 @@ class WarpBackend(GeometryWrites, SceneBackend):
                     rt.launch_forward()
             self._views.warp_to_torch()
 
-    def reset(self, env_ids: np.ndarray, qpos: Any, qvel: Any) -> None:
+    def reset(self, env_ids: Any, qpos: Any, qvel: Any) -> None:
         """mj_resetData for these envs (every state field, inputs and mocap included, goes back to
-        the model's defaults), then qpos/qvel, then forward. Other envs are untouched."""
+        the model's defaults), then qpos/qvel, then forward. Other envs are untouched.
+
+        env_ids: host ids (K,) with qpos/qvel (K, nq)/(K, nv); or a (num_envs,) bool DEVICE mask with
+        qpos/qvel (num_envs, ...) whose masked rows are used: then nothing is read back to the host
+        (the reset, the state writes and the forward run for every world; the others keep their
+        state and outputs).
+        """
         self._check_open()
+        if isinstance(env_ids, torch.Tensor):
+            self._reset_where(env_ids, qpos, qvel)
+            return
         ids = validate_env_ids(env_ids, self.num_envs)
         nq, nv = self._model.nq, self._model.nv
         qpos = torch.as_tensor(qpos, dtype=torch.float32, device=self._views.torch_device)
@@ -366,6 +391,51 @@ class WarpBackend(GeometryWrites, SceneBackend):
                 self._runtimes[g].set_state(rows, qpos[index], qvel[index])
             self._forward_rows(rows_per_group)
         self._views.gather(ids)
+
+    def _reset_where(self, mask: Any, qpos: Any, qvel: Any) -> None:
+        nq, nv = self._model.nq, self._model.nv
+        if mask.dtype != torch.bool or tuple(mask.shape) != (self.num_envs,) or \
+                tuple(qpos.shape) != (self.num_envs, nq) or tuple(qvel.shape) != (self.num_envs, nv):
+            raise ConfigError(
+                f"a masked reset takes a ({self.num_envs},) bool mask and qpos ({self.num_envs}, {nq}), qvel "
+                f"({self.num_envs}, {nv}); got {mask.dtype} {tuple(mask.shape)}, {tuple(qpos.shape)}, "
+                f"{tuple(qvel.shape)}"
+            )
+        device = self._views.torch_device
+        mask, qpos, qvel = mask.to(device), qpos.to(device), qvel.to(device)
+        self._views.scatter_inputs()
+        masks = self._views.to_groups(mask)
+        outputs = {name: [v.clone() for v in gvs] for name, gvs in self._views.outputs().items()}
+        with wp.ScopedDevice(self._wp_device):
+            for rt, m in zip(self._runtimes, masks, strict=True):
+                rt.launch_reset_where(m)
+            self._views.warp_to_torch()
+            for rt, m, q, v in zip(self._runtimes, masks, self._views.to_groups(qpos), self._views.to_groups(qvel),
+                                   strict=True):
+                rt.set_state_where(m, q, v)
+            self._views.torch_to_warp()
+            for rt in self._runtimes:
+                rt.launch_forward()
+            self._views.warp_to_torch()
+        for name, saved in outputs.items():
+            for g, m in enumerate(masks):
+                current = self._views.group_views[name][g]
+                current.copy_(torch.where(m.reshape(-1, *([1] * (current.dim() - 1))), current, saved[g]))
+        self._views.gather()
+
+    def _assign_input(self, view: Any, ids: Any, rows: Any, values: Any) -> None:
+        """Write validated input values (host or device) into a torch view."""
+        values = torch.as_tensor(values, dtype=view.dtype, device=view.device)
+        if isinstance(ids, np.ndarray):
+            ids = torch.as_tensor(ids, device=view.device)
+        if rows is not None:
+            rows = torch.as_tensor(rows, device=view.device)
+        if rows is None:
+            view[ids] = values
+        elif isinstance(ids, slice):
+            view[:, rows] = values
+        else:
+            view[ids[:, None], rows[None, :]] = values
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
         self._check_open()

@@ -285,15 +285,17 @@ def default_sizes(mjm: mujoco.MjModel, nconmax: int | None, njmax: int | None) -
 
 
 def torch_to_warp(device: Any) -> None:
-    """Make warp's next launches see torch's pending writes (CUDA streams differ; CPU is in order)."""
+    """Make warp's next launches see torch's pending work: on CUDA, warp's stream waits for torch's on
+    the device (the host does not wait); on the CPU everything runs in order."""
     if device.is_cuda:
-        torch.cuda.current_stream(torch.device(str(device))).synchronize()
+        torch_stream = torch.cuda.current_stream(torch.device(str(device)))
+        wp.get_stream(device).wait_stream(wp.stream_from_torch(torch_stream))
 
 
 def warp_to_torch(device: Any) -> None:
-    """Make torch's next ops see warp's results."""
+    """Make torch's next ops see warp's results: torch's stream waits for warp's on the device."""
     if device.is_cuda:
-        wp.synchronize_device(device)
+        torch.cuda.current_stream(torch.device(str(device))).wait_stream(wp.stream_to_torch(wp.get_stream(device)))
 
 
 def resolve_device(device: Any) -> Any:

@@ -159,6 +159,34 @@ class GroupRuntime:
         for name, array in self.backup.items():
             self.tensor(name)[index] = wp.to_torch(array)[index]
 
+    def failed(self) -> Any:
+        """(nworld,) bool on the device: worlds whose last step diverged or overflowed a buffer."""
+        return wp.to_torch(self.bad) != 0
+
+    def overflowed(self) -> Any:
+        """(nworld,) bool on the device: worlds whose last step overflowed a buffer."""
+        return (wp.to_torch(self.bad) & 2) != 0
+
+    def restore_where(self, mask: Any) -> None:
+        """Put the worlds of the device mask (nworld,) back to their state before the last step, as
+        array ops (nothing is read back to the host)."""
+        for name, array in self.backup.items():
+            current = self.tensor(name)
+            where = mask.reshape(-1, *([1] * (current.dim() - 1)))
+            current.copy_(torch.where(where, wp.to_torch(array), current))
+
+    def launch_reset_where(self, mask: Any) -> None:
+        """mj_resetData for the worlds of the device mask (nworld,), no forward; others untouched."""
+        wp.to_torch(self.mask).copy_(mask)
+        torch_to_warp(self.device)
+        self._launch("reset", self._reset_body)
+
+    def set_state_where(self, mask: Any, qpos: Any, qvel: Any) -> None:
+        """qpos/qvel (nworld, ...) of the worlds of the device mask."""
+        for name, value in (("qpos", qpos), ("qvel", qvel)):
+            current = self.tensor(name)
+            current.copy_(torch.where(mask[:, None], value.to(current.dtype), current))
+
     def set_state(self, rows: np.ndarray, qpos: Any, qvel: Any) -> None:
         index = self.rows(rows)
         self.tensor("qpos")[index] = qpos
@@ -298,6 +326,26 @@ class StateViews:
         warp_to_torch(self.device)
         for target, index, values in saved:
             target[index] = values
+
+    def outputs(self) -> dict[str, list[Any]]:
+        """The bound outputs (not state fields) of every group, by name."""
+        return {name: gvs for name, gvs in self.group_views.items() if name not in _STATE_FIELDS}
+
+    def to_global(self, per_group: list[Any]) -> Any:
+        """(num_envs, ...) from per-group (nworld, ...) tensors, on the device."""
+        if self.direct:
+            return per_group[0]
+        out = torch.empty((self.num_envs, *per_group[0].shape[1:]), dtype=per_group[0].dtype,
+                          device=self.torch_device)
+        for index, values in zip(self.index, per_group, strict=True):
+            out.index_copy_(0, index, values)
+        return out
+
+    def to_groups(self, values: Any) -> list[Any]:
+        """Per-group (nworld, ...) rows of a (num_envs, ...) device tensor."""
+        if self.direct:
+            return [values]
+        return [values.index_select(0, index) for index in self.index]
 
     def close(self) -> None:
         self.views.clear()
