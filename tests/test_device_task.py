@@ -5,7 +5,8 @@ state (`task_namespace=None`, the default) and in numpy over host copies (`task_
 The random streams are bit-identical across namespaces (tests/test_rng.py), so what differs is
 float32 rounding in the task math, which reaches the physics through the control targets.
 Measured over 40 steps with the paper preset (seed 3, 8 envs, two episode ends): observations
-within 1.4e-4, rewards within 7.9e-5; terminations, truncations and episode lengths equal.
+within 1.4e-4, rewards within 7.9e-5; terminations, truncations, success counters, tolerance and
+episode lengths equal. Each term on identical inputs: tests/test_task_namespaces.py.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def test_device_task_matches_the_host_task() -> None:
         for key in ("success", "successes", "tool_id", "lifted"):
             np.testing.assert_array_equal(_values(infod, key), _values(infoh, key), err_msg=key)
         np.testing.assert_allclose(_values(infod, "keypoint_dist"), _values(infoh, "keypoint_dist"), atol=OBS_TOL)
+        np.testing.assert_array_equal(_values(infod, "tolerance"), _values(infoh, "tolerance"))
+        assert set(infod["reward_terms"]) == set(infoh["reward_terms"])
+        for term, value in infod["reward_terms"].items():
+            np.testing.assert_allclose(value, infoh["reward_terms"][term], rtol=0, atol=REWARD_TOL, err_msg=term)
         # The device path always carries the episode entry with its mask (knowing whether any
         # env finished would cost a wait); the host path carries it when one did. Same episodes.
         ended = np.asarray(infod["_episode"])
