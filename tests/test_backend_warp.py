@@ -535,8 +535,11 @@ def test_graph_captured_before_a_write_sees_it() -> None:
     np.testing.assert_allclose(_np(be.qpos), c.qpos(), rtol=0, atol=5e-7)  # measured 7.7e-8
 
 
+@pytest.mark.parametrize("by", ["host_ids", "device_mask"])
 @pytest.mark.parametrize("num_variants", [1, 9], ids=["one_group_zero_copy", "three_groups_gathered"])
-def test_masked_reset_leaves_other_worlds_untouched(num_variants: int) -> None:
+def test_masked_reset_leaves_other_worlds_untouched(num_variants: int, by: str) -> None:
+    """A reset of env 4 by host ids, or by a device bool mask (the env's device path: every world
+    runs the reset kernels and the forward, nothing is read back), changes nothing of the others."""
     make = _table(True)
     a, b = (_backend("warp", num_variants, 9, make=make) for _ in range(2))
     xa, xb = a.bind("xpos"), b.bind("xpos")
@@ -551,21 +554,56 @@ def test_masked_reset_leaves_other_worlds_untouched(num_variants: int) -> None:
 
     step_both(30)
     qpos, qvel = _resting(a.model, a.variant_of_env[[4]], 0.2, rng, gap=-0.001)
-    a.reset(np.array([4]), qpos, qvel)
     others = np.arange(9) != 4
+    if by == "host_ids":
+        a.reset(np.array([4]), qpos, qvel)
+    else:
+        full_q, full_v = np.zeros((9, a.model.nq)), np.full((9, a.model.nv), np.nan)  # unselected rows unused
+        full_q[4], full_v[4] = qpos[0], qvel[0]
+        a.reset(torch.as_tensor(~others), torch.as_tensor(full_q, dtype=torch.float32),
+                torch.as_tensor(full_v, dtype=torch.float32))
     for got, want in ((a.qpos, b.qpos), (a.qvel, b.qvel), (xa, xb)):  # bit-identical, xpos still stale
         np.testing.assert_array_equal(_np(got)[others], _np(want)[others])
     np.testing.assert_allclose(_np(a.qpos)[4], qpos[0], rtol=0, atol=1e-7)
-    counts_a = _contacts_per_env(a)
-    c = Oracle(a.variant_of_env[[4]], make=make)
-    c.reset(0, qpos[0], qvel[0])
-    assert counts_a[4] == c.datas[0].ncon > 0  # contacts of the reset world are back (mujoco#3572)
-    # The pooled contact buffer is not a bound output: after the group's forward it describes every
-    # world's current qpos, i.e. what a forward of the untouched twin finds.
-    b.forward()
-    np.testing.assert_array_equal(counts_a[others], _contacts_per_env(b)[others])
+    if by == "host_ids":  # a whole forward: contacts too (the device-mask reset ran kinematics only)
+        counts_a = _contacts_per_env(a)
+        c = Oracle(a.variant_of_env[[4]], make=make)
+        c.reset(0, qpos[0], qvel[0])
+        assert counts_a[4] == c.datas[0].ncon > 0  # contacts of the reset world are back (mujoco#3572)
+        # The pooled contact buffer is not a bound output: after the group's forward it describes
+        # every world's current qpos, i.e. what a forward of the untouched twin finds.
+        b.forward()
+        np.testing.assert_array_equal(counts_a[others], _contacts_per_env(b)[others])
     step_both(10)
     np.testing.assert_array_equal(_np(a.qpos)[others], _np(b.qpos)[others])
+
+
+@pytest.mark.parametrize("extra", [(), ("qacc",)], ids=["kinematic_outputs", "with_qacc"])
+def test_masked_reset_computes_what_is_bound_like_a_full_forward(extra: tuple[str, ...]) -> None:
+    """Oracle: a reset by host ids (always a whole forward). A device-mask reset with only kinematic
+    outputs bound runs the kinematics stages alone: those outputs are bit-identical to the full
+    forward's. Binding a field the kinematics do not make (qacc) brings the full forward back."""
+    make = _table(True)
+    names = ("xpos", "xquat", "cvel", "subtree_com", *extra)
+    a, b = (_backend("warp", 9, 9, make=make) for _ in range(2))
+    views = [{n: be.bind(n) for n in names} for be in (a, b)]
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        ctrl = rng.uniform(-1, 1, (9, 2))
+        for be in (a, b):
+            _put(be.ctrl, ctrl)
+            be.step(2)
+    qpos, qvel = _resting(a.model, a.variant_of_env[[2, 7]], 0.2, rng)
+    qvel[:, 3:] = rng.normal(size=(2, qvel.shape[1] - 3))  # moving: cvel is not trivially zero
+    mask = np.isin(np.arange(9), [2, 7])
+    full_q, full_v = np.zeros((9, a.model.nq)), np.zeros((9, a.model.nv))
+    full_q[mask], full_v[mask] = qpos, qvel
+    a.reset(torch.as_tensor(mask), torch.as_tensor(full_q, dtype=torch.float32),
+            torch.as_tensor(full_v, dtype=torch.float32))
+    b.reset(np.array([2, 7]), qpos, qvel)
+    for n in names:
+        np.testing.assert_array_equal(_np(views[0][n]), _np(views[1][n]), err_msg=n)
+    assert np.abs(_np(views[0]["cvel"])[mask]).max() > 0.1
 
 
 @pytest.mark.parametrize("native_ccd", [True, False])

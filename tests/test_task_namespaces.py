@@ -41,8 +41,11 @@ def _both(fn, *args, **kwargs) -> tuple:
     """fn on numpy float64 args and on torch float32 copies of them; each result as a tuple."""
     host = fn(*args, **kwargs)
     dev = fn(*(_t(a) if isinstance(a, np.ndarray) else a for a in args), **kwargs)
-    as_tuple = (lambda r: r if isinstance(r, tuple) else (r,))
-    return as_tuple(host), as_tuple(dev)
+    return _as_tuple(host), _as_tuple(dev)
+
+
+def _as_tuple(result) -> tuple:
+    return result if isinstance(result, tuple) else (result,)
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -94,7 +97,7 @@ def test_action_pipeline_and_reward_terms_agree() -> None:
     _close(dev[0], host[0], "unscale_from_limits")
 
     lifted_prev = rng.random(N) < 0.3
-    z = _off(rng.uniform(0.55, 0.8, N) , 0.63 - cfg.lift_offset + cfg.lift_threshold)
+    z = _off(rng.uniform(0.55, 0.8, N), 0.63 - cfg.lift_offset + cfg.lift_threshold)
     host = tm.lift_terms(z, 0.63, lifted_prev, offset=cfg.lift_offset, clip=cfg.lift_clip,
                          threshold=cfg.lift_threshold)
     dev = tm.lift_terms(_t(z), 0.63, torch.as_tensor(lifted_prev), offset=cfg.lift_offset,

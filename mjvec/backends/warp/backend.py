@@ -42,7 +42,7 @@ from mjvec.backends.base import (
 from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.backends.warp import build as B
 from mjvec.backends.warp.geometry import GEOMETRY_TRIGGERS, GeometryWrites, StaticGeoms
-from mjvec.backends.warp.views import GroupRuntime, StateViews
+from mjvec.backends.warp.views import KINEMATIC_OUTPUTS, GroupRuntime, StateViews
 from mjvec.errors import ConfigError, FieldWriteError
 
 log = logging.getLogger(__name__)
@@ -358,7 +358,10 @@ class WarpBackend(GeometryWrites, SceneBackend):
         env_ids: host ids (K,) with qpos/qvel (K, nq)/(K, nv); or a (num_envs,) bool DEVICE mask with
         qpos/qvel (num_envs, ...) whose masked rows are used: then nothing is read back to the host
         (the reset, the state writes and the forward run for every world; the others keep their
-        state and outputs).
+        state and outputs). When every bound output is kinematic (`KINEMATIC_OUTPUTS`: body, geom
+        and site poses, COM quantities, cvel), the masked reset runs only the kinematics stages
+        instead of the whole forward; the reset worlds' other derived fields (contacts, qacc, ...)
+        are then stale until their next step, which recomputes them.
         """
         self._check_open()
         if isinstance(env_ids, torch.Tensor):
@@ -414,8 +417,14 @@ class WarpBackend(GeometryWrites, SceneBackend):
                                    strict=True):
                 rt.set_state_where(m, q, v)
             self._views.torch_to_warp()
+            # Bound outputs all kinematic: the reset worlds need no collision or constraint solve
+            # (their next step recomputes everything from qpos/qvel anyway).
+            kinematic = set(self._views.outputs()) <= KINEMATIC_OUTPUTS
             for rt in self._runtimes:
-                rt.launch_forward()
+                if kinematic:
+                    rt.launch_kinematics()
+                else:
+                    rt.launch_forward()
             self._views.warp_to_torch()
         for name, saved in outputs.items():
             for g, m in enumerate(masks):

@@ -27,6 +27,12 @@ INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "
 BACKUP_FIELDS = ("qpos", "qvel", "act", "qacc_warmstart", "time")
 # Never changed by forward or set_const: not outputs that need keeping for untouched worlds.
 _STATE_FIELDS = INPUT_FIELDS | set(BACKUP_FIELDS)
+# What mujoco_warp's kinematics, com_pos and com_vel compute from qpos, qvel and mocap: a masked
+# reset that only these outputs are bound to needs no collision or constraint solve.
+KINEMATIC_OUTPUTS = frozenset({
+    "xpos", "xquat", "xmat", "xipos", "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat",
+    "site_xpos", "site_xmat", "subtree_com", "cinert", "cdof", "cvel", "cdof_dot",
+})
 # Data arrays with one row per world (contacts and a few counters are pooled over worlds).
 _PER_WORLD_DATA = frozenset(
     f.name for f in dataclasses.fields(mjw_types.Data) if getattr(f.type, "shape", ())[:1] == ("nworld",)
@@ -111,6 +117,12 @@ class GroupRuntime:
     def _forward_body(self) -> None:
         mjw.forward(self.group.m, self.group.d)
 
+    def _kinematics_body(self) -> None:
+        m, d = self.group.m, self.group.d
+        mjw.kinematics(m, d)
+        mjw.com_pos(m, d)
+        mjw.com_vel(m, d)
+
     def _reset_body(self) -> None:
         mjw.reset_data(self.group.m, self.group.d, reset=self.mask)
 
@@ -137,6 +149,7 @@ class GroupRuntime:
         self._reset_body()  # no world selected: loads the masked-reset kernels, changes nothing
         self.recompute(RecomputeLevel.SET_CONST, np.zeros(self.group.nworld, bool), eager=True)  # keeps all rows
         self._forward_body()
+        self._kinematics_body()
         warp_to_torch(self.device)
 
     def launch_step(self, nstep: int) -> None:
@@ -144,6 +157,10 @@ class GroupRuntime:
 
     def launch_forward(self) -> None:
         self._launch("forward", self._forward_body)
+
+    def launch_kinematics(self) -> None:
+        """Position and velocity kinematics of every world (`KINEMATIC_OUTPUTS`), no collision."""
+        self._launch("kinematics", self._kinematics_body)
 
     def launch_reset(self, rows: np.ndarray) -> None:
         """mj_resetData for the group's worlds `rows` (others untouched), no forward."""
