@@ -38,8 +38,10 @@ def _values(info: dict, key: str) -> np.ndarray:
     return np.asarray(info[key])
 
 
-def test_device_task_matches_the_host_task() -> None:
-    kw = {**KW, "array_backend": "numpy", "obs_mode": "asymmetric", "record_episode_statistics": True}
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_device_task_matches_the_host_task(mode: str) -> None:
+    kw = {**KW, "array_backend": "numpy", "obs_mode": "asymmetric", "record_episode_statistics": True,
+          "autoreset_mode": mode}
     dev = gym.make_vec(mjvec.ENV_ID, **kw)
     host = gym.make_vec(mjvec.ENV_ID, task_namespace="numpy", **kw)
     assert isinstance(dev.unwrapped.backend.qpos, torch.Tensor)
@@ -75,8 +77,14 @@ def test_device_task_matches_the_host_task() -> None:
             np.testing.assert_array_equal(infoh["_episode"], ended)
             np.testing.assert_array_equal(infod["episode"]["l"][ended], infoh["episode"]["l"][ended])
             np.testing.assert_allclose(infod["episode"]["r"][ended], infoh["episode"]["r"][ended], atol=40 * REWARD_TOL)
+            if mode == "same_step":
+                np.testing.assert_array_equal(infod["_final_obs"], infoh["_final_obs"])
+                for k in od:
+                    np.testing.assert_allclose(infod["final_obs"][k][ended], infoh["final_obs"][k][ended],
+                                               rtol=0, atol=OBS_TOL, err_msg=k)
         else:
-            assert "episode" not in infoh
+            assert "episode" not in infoh and "final_obs" not in infoh
+            assert not np.asarray(infod.get("_final_obs", ended)).any()
     assert episodes >= 2
     dev.close()
     host.close()

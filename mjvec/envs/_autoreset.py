@@ -6,6 +6,8 @@
 - `masked_info`: a task info dict plus Gymnasium's ``"_key"`` masks.
 - `copy_obs` / `merge_rows`: the last returned observation, and a partial reset's rows merged into it.
 - `EpisodeStats`: the opt-in native ``info["episode"]``.
+- `check_env_args` / `check_task_obs` / `check_task_step`: the constructor's arguments and a task's
+  first observation and step result, checked once.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, allowed
 from mjvec.xp import Rows, namespace_of
 
@@ -219,3 +223,44 @@ def merge_rows(previous: Any, fresh: Any, rows: Rows) -> Any:
     out = _copy(previous)
     rows.put(out, rows.take(fresh))
     return out
+
+
+def check_env_args(frame_skip: Any, observation_space: Any, action_space: Any, render_mode: Any,
+                   record_episode_statistics: Any, render_modes: tuple[str, ...]) -> None:
+    """`MjVecEnv`'s constructor arguments, or ConfigError naming the bad one."""
+    if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
+        raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
+    if not isinstance(observation_space, gym.Space):
+        raise ConfigError(f"single_observation_space must be a gymnasium Space, got {observation_space!r}")
+    if not isinstance(action_space, gym.spaces.Box):
+        raise ConfigError(f"single_action_space must be a gymnasium.spaces.Box, got {action_space!r}")
+    if len(action_space.shape) != 1:
+        raise ConfigError(f"single_action_space must be 1-D, got shape {action_space.shape}")
+    if render_mode is not None and render_mode not in render_modes:
+        raise ConfigError(f"render_mode={render_mode!r} is not supported; allowed values are None or {render_modes}")
+    if not isinstance(record_episode_statistics, (bool, np.bool_)):
+        raise ConfigError(f"record_episode_statistics must be True or False, got {record_episode_statistics!r}")
+
+
+def check_task_obs(obs: Any, space: Any, owner: str) -> None:
+    """Shape and dtype of a task's first observation against the (batched) observation space."""
+    pairs = (
+        [(k, obs.get(k) if isinstance(obs, Mapping) else None, s) for k, s in space.spaces.items()]
+        if isinstance(space, gym.spaces.Dict)
+        else [("obs", obs, space)]
+    )
+    for key, value, sub in pairs:
+        if value is None or tuple(getattr(value, "shape", ())) != sub.shape or \
+                np.dtype(to_numpy(value[:1]).dtype) != sub.dtype:
+            raise ConfigError(
+                f"{owner}._observe returned {key} with shape {np.shape(value)} and dtype "
+                f"{getattr(value, 'dtype', None)}; the observation space expects {sub.shape} {sub.dtype}"
+            )
+
+
+def check_task_step(reward: Any, terminated: Any, truncated: Any, info: Any, num_envs: int, owner: str) -> None:
+    """The first `_evaluate` result: (num_envs,) reward/terminated/truncated and (num_envs, ...) infos."""
+    check_task_info(info, num_envs, owner)
+    for name, value in (("reward", reward), ("terminated", terminated), ("truncated", truncated)):
+        if tuple(getattr(value, "shape", np.shape(value))) != (num_envs,):
+            raise ConfigError(f"{owner}._evaluate returned {name} of shape {np.shape(value)}; expected ({num_envs},)")

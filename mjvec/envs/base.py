@@ -29,17 +29,26 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - Simulation errors: an env whose physics failed in a step (``backend.step``'s mask) is reset in that
   same step and returns reward 0, terminated False, truncated True and its POST-reset obs (its
   terminal state is meaningless; in SAME_STEP its ``final_obs`` row is the obs of the failed, finite
-  state). ``info["sim_error"]`` (bool, N) is in every step info. It is logged at WARNING. It is never
-  reset again on the next step, in any mode. A failure during a NEXT_STEP autoreset step is ignored
+  state). ``info["sim_error"]`` (bool, N) is in every step info. It is logged at WARNING on the host
+  (on a device nothing is read back to log it). It is never reset again on the next step, in any
+  mode. A failure during a NEXT_STEP autoreset step is ignored
   (that step's physics is discarded for the env anyway).
 - Infos: the task's (N, ...) arrays, each with a ``"_key"`` mask that is True for the envs the task
   evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos hold what the
   task knows at reset (`_reset_info`, e.g. tool ids), masked True for the envs that were reset.
 - ``record_episode_statistics=True`` adds ``info["episode"] = {"r", "l", "t", "success"}`` (+
-  ``info["_episode"]``) at done steps. Off by default: gymnasium's RecordEpisodeStatistics raises if
+  ``info["_episode"]``) at done steps (on a device: at every step, rows meaningful where
+  ``"_episode"``, since knowing whether any env is done would wait for the device; SAME_STEP's
+  ``final_obs``/``final_info`` likewise). Off by
+  default: gymnasium's RecordEpisodeStatistics raises if
   the env already writes ``"episode"``. A simulation-error truncation ends an episode too.
-- Output: numpy by default; ``array_backend="torch"`` returns obs, reward (float64), terminated and
-  truncated as torch tensors on ``device`` (default: the backend's device). Infos stay numpy.
+- Where it runs: the state's namespace (``backend.qpos``'s): numpy on the host, torch on a device,
+  where nothing in a step reads a device value back (see `mjvec.xp`; DISABLED mode's refusal and
+  host-side hooks excepted). Env subsets reach the task as `mjvec.xp.Rows`. On a device a
+  non-finite row in an action tensor is not read back: that env ends as a simulation error.
+- Output: ``array_backend`` "numpy" or "torch" (on ``device``, default the backend's) for obs,
+  reward (float64), terminated and truncated; infos stay in the state's namespace unless the
+  output is numpy.
 - ``render()`` (render_mode="rgb_array"): a lazy sequence of num_envs frames, env i drawn only when
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
@@ -67,7 +76,10 @@ from gymnasium.vector.utils import batch_space
 
 from mjvec.envs._autoreset import (
     EpisodeStats,
+    check_env_args,
     check_task_info,
+    check_task_obs,
+    check_task_step,
     copy_obs,
     masked_info,
     merge_rows,
@@ -78,7 +90,7 @@ from mjvec.envs._autoreset import (
 from mjvec.envs._guard import exclusive, not_copyable
 from mjvec.envs.arrays import check_actions, check_device_actions, resolve_output, to_numpy, to_output
 from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
-from mjvec.envs.render import LazyFrames, VariantRenderer
+from mjvec.envs.render import RenderMixin, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.randomization.hooks import ObsEvent, ObsTransform
 from mjvec.rng import EnvRandom
@@ -93,9 +105,7 @@ RENDER_MODES = ("rgb_array",)
 MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
 
 
-
-
-class MjVecEnv(VectorEnvAPI, VectorEnv):
+class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
     """Base of every mjvec task (see the module docstring for the full contract).
 
     Provided to subclasses: ``backend``, ``num_envs``, ``global_env_ids`` (N,) int64, ``rng``
@@ -122,22 +132,8 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
     ) -> None:
         self._call_lock = threading.Lock()
         self._call_owner: tuple[str, threading.Thread] | None = None
-        if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
-            raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
-        if not isinstance(single_observation_space, gym.Space):
-            raise ConfigError(f"single_observation_space must be a gymnasium Space, got {single_observation_space!r}")
-        if not isinstance(single_action_space, gym.spaces.Box):
-            raise ConfigError(f"single_action_space must be a gymnasium.spaces.Box, got {single_action_space!r}")
-        if len(single_action_space.shape) != 1:
-            raise ConfigError(f"single_action_space must be 1-D, got shape {single_action_space.shape}")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ConfigError(
-                f"render_mode={render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
-            )
-        if not isinstance(record_episode_statistics, (bool, np.bool_)):
-            raise ConfigError(
-                f"record_episode_statistics must be True or False, got {record_episode_statistics!r}"
-            )
+        check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
+                       record_episode_statistics, RENDER_MODES)
         mode = parse_autoreset_mode(autoreset_mode)
         self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
         self.array_backend = array_backend
@@ -199,8 +195,9 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         self._last_obs: Any = None
 
     # ---- hooks the task implements ---------------------------------------------------------
-    def _apply_action(self, actions: np.ndarray) -> None:
-        """(N, A) float64, validated and clipped (a fresh array each step). Write backend.ctrl."""
+    def _apply_action(self, actions: Any) -> None:
+        """(N, A) validated and clipped actions in the state's namespace (float64 on the host, the
+        state's dtype on a device; a fresh array each step). Write backend.ctrl."""
         raise NotImplementedError(f"{type(self).__name__} must implement _apply_action")
 
     def _evaluate(
@@ -216,12 +213,12 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """(N, ...) float observation (or a dict of them), a fresh array matching the single space."""
         raise NotImplementedError(f"{type(self).__name__} must implement _observe")
 
-    def _reset_envs(self, env_ids: np.ndarray) -> None:
-        """Sample initial states for these local envs from self.rng; call self.backend.reset."""
+    def _reset_envs(self, rows: Rows) -> None:
+        """Sample initial states for the envs of `rows` from self.rng; call self.backend.reset."""
         raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
 
-    def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
-        """(N, ...) arrays known at reset (e.g. tool ids); only rows `env_ids` are read. Default: {}."""
+    def _reset_info(self, rows: Rows) -> dict[str, Any]:
+        """(N, ...) arrays known at reset (e.g. tool ids); only the rows of `rows` are read. Default: {}."""
         return {}
 
     def _success(self) -> np.ndarray | None:
@@ -230,7 +227,7 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
 
     # ---- transforms (non-model randomization) ----------------------------------------------
     def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[], None]:
-        """Apply `fn` to every validated (N, A) float64 action batch before `_apply_action`.
+        """Apply `fn` to every validated (N, A) action batch (the state's namespace) before `_apply_action`.
 
         Transforms run in the order added (e.g. an action-delay queue), only for steps that run (a
         refused step never reaches them). Returns an unsubscribe.
@@ -378,13 +375,7 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """Call `_evaluate` and apply the base's rules to inactive and failed rows."""
         reward, term, trunc, task_info = self._evaluate(active)
         if not self._checked_info:
-            check_task_info(task_info, self.num_envs, type(self).__name__)
-            for name, value in (("reward", reward), ("terminated", term), ("truncated", trunc)):
-                if tuple(getattr(value, "shape", np.shape(value))) != (self.num_envs,):
-                    raise ConfigError(
-                        f"{type(self).__name__}._evaluate returned {name} of shape {np.shape(value)}; "
-                        f"expected ({self.num_envs},)"
-                    )
+            check_task_step(reward, term, trunc, task_info, self.num_envs, type(self).__name__)
             self._checked_info = True
         self._task_info = task_info
         xp = self.xp
@@ -406,7 +397,7 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """The task's numpy obs through the observation transforms. For a reset (``event.stepped``
         False) of some envs, the other rows come from `previous` (the obs they returned last)."""
         if not self._checked_obs:
-            self._check_obs(obs)
+            check_task_obs(obs, self.observation_space, type(self).__name__)
             self._checked_obs = True
         if not self._obs_transforms:
             return obs
@@ -420,22 +411,6 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
         """Remember the returned obs (while transforms exist) and convert it to the output kind."""
         self._last_obs = copy_obs(obs) if self._obs_transforms else None
         return to_output(obs, self._torch, self._device)
-
-    def _check_obs(self, obs: Any) -> None:
-        """Shape and dtype of the first observation against the observation space."""
-        space = self.observation_space
-        pairs = (
-            [(k, obs.get(k) if isinstance(obs, Mapping) else None, s) for k, s in space.spaces.items()]
-            if isinstance(space, gym.spaces.Dict)
-            else [("obs", obs, space)]
-        )
-        for key, value, sub in pairs:
-            if value is None or tuple(getattr(value, "shape", ())) != sub.shape or \
-                    np.dtype(to_numpy(value[:1]).dtype) != sub.dtype:
-                raise ConfigError(
-                    f"{type(self).__name__}._observe returned {key} with shape {np.shape(value)} and dtype "
-                    f"{getattr(value, 'dtype', None)}; the observation space expects {sub.shape} {sub.dtype}"
-                )
 
     def _out(self, value: Any) -> Any:
         """`value` (the state's namespace) as the env's output kind."""
@@ -459,26 +434,6 @@ class MjVecEnv(VectorEnvAPI, VectorEnv):
 
     def _device_of(self) -> Any:
         return None if self._host else self._like.device
-
-    # ---- rendering -------------------------------------------------------------------------
-    @exclusive
-    def render(self) -> LazyFrames:
-        """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
-        self._check_open()
-        return LazyFrames(self._require_renderer(), self.num_envs)
-
-    @exclusive
-    def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
-        """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
-        self._check_open()
-        return self._require_renderer().grid(env_ids, ncols)
-
-    def _require_renderer(self) -> VariantRenderer:
-        if self._renderer is None:
-            raise ConfigError(
-                f"render_mode is {self.render_mode!r}; construct the env with render_mode='rgb_array' to render"
-            )
-        return self._renderer
 
     # ---- lifetime --------------------------------------------------------------------------
     @exclusive

@@ -23,6 +23,7 @@ from typing import Any, overload
 import mujoco
 import numpy as np
 
+from mjvec.envs._guard import exclusive
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ClosedError, ConfigError, RenderError
 
@@ -199,3 +200,29 @@ class LazyFrames(Sequence):
         if frame is None:
             frame = self._frames[i] = self._renderer.render_env(i, self._state)
         return frame
+
+
+class RenderMixin:
+    """`MjVecEnv`'s rendering API, over the env's `_renderer` (a `VariantRenderer` or None)."""
+
+    _renderer: VariantRenderer | None
+    render_mode: str | None
+
+    @exclusive
+    def render(self) -> LazyFrames:
+        """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
+        self._check_open()
+        return LazyFrames(self._require_renderer(), self.num_envs)
+
+    @exclusive
+    def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:
+        """(rows*H, ncols*W, 3) uint8: the current frames of local `env_ids`, tiled row-major."""
+        self._check_open()
+        return self._require_renderer().grid(env_ids, ncols)
+
+    def _require_renderer(self) -> VariantRenderer:
+        if self._renderer is None:
+            raise ConfigError(
+                f"render_mode is {self.render_mode!r}; construct the env with render_mode='rgb_array' to render"
+            )
+        return self._renderer
