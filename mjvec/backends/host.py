@@ -22,7 +22,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.backends.base import Capabilities, FieldWrite, SceneBackend, check_input_write
+from mjvec.backends.base import Capabilities, FieldWrite, SceneBackend
+from mjvec.backends.checks import check_input_write
 from mjvec.xp import to_host
 
 INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})

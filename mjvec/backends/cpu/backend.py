@@ -33,8 +33,8 @@ from mjvec.backends.base import (
     SceneBackend,
     combine_levels,
     frozen_mapping,
-    validate_env_ids,
 )
+from mjvec.backends.checks import validate_env_ids
 from mjvec.backends.cpu.geometry import GEOMETRY_TRIGGERS, GeometryWrites
 from mjvec.backends.variants import Routing, canonical_model, field_value, plan_groups
 from mjvec.errors import ConfigError

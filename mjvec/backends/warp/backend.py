@@ -37,12 +37,13 @@ from mjvec.backends.base import (
     SceneBackend,
     combine_levels,
     frozen_mapping,
-    validate_env_ids,
 )
+from mjvec.backends.checks import validate_env_ids
 from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.backends.warp import build as B
+from mjvec.backends.warp.device_path import overflow_error, reset_where, step_groups
 from mjvec.backends.warp.geometry import GEOMETRY_TRIGGERS, GeometryWrites, StaticGeoms
-from mjvec.backends.warp.views import KINEMATIC_OUTPUTS, GroupRuntime, StateViews
+from mjvec.backends.warp.views import GroupRuntime, StateViews
 from mjvec.errors import ConfigError, FieldWriteError
 
 log = logging.getLogger(__name__)
@@ -300,26 +301,12 @@ class WarpBackend(GeometryWrites, SceneBackend):
         self._check_open()
         if isinstance(nstep, bool) or not isinstance(nstep, int) or nstep < 1:
             raise ConfigError(f"nstep must be an int >= 1, got {nstep!r}")
-        self._views.scatter_inputs()
-        outputs = {name: [v.clone() for v in gvs] for name, gvs in self._views.outputs().items()}
-        self._views.torch_to_warp()
-        with wp.ScopedDevice(self._wp_device):
-            for rt in self._runtimes:
-                rt.launch_step(nstep)
-        self._views.warp_to_torch()
-        failed_groups = [rt.failed() for rt in self._runtimes]
-        for g, (rt, failed) in enumerate(zip(self._runtimes, failed_groups, strict=True)):
-            rt.restore_where(failed)
-            for name, saved in outputs.items():
-                current = self._views.group_views[name][g]
-                current.copy_(torch.where(failed.reshape(-1, *([1] * (current.dim() - 1))), saved[g], current))
-        overflowed = self._views.to_global([rt.overflowed() for rt in self._runtimes])
+        failed, overflowed = step_groups(self._views, self._runtimes, self._wp_device, nstep)
         self._overflowed = self._overflowed | overflowed
-        self._views.gather()
         self._steps += 1
         if self._steps % self.overflow_check_interval == 0:
             self.check_overflow()
-        return self._views.to_global(failed_groups)
+        return failed
 
     def check_overflow(self) -> None:
         """Raise ConfigError if any world overflowed a buffer since the last check (reads one device
@@ -332,14 +319,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
         for rt in self._runtimes:
             kinds |= int(np.bitwise_or.reduce(rt.group.d.overflow.numpy(), initial=0)) & B.buffer_overflows()
             rt.group.d.overflow.zero_()
-        envs = np.flatnonzero(overflowed)
-        names = [k.name for k in mjw.OverflowType if kinds & k and k.name != "ALL"]
-        raise ConfigError(
-            f"mujoco_warp's buffers overflowed ({names}; NEFC/NJMAX_NNZ: raise njmax, BROADPHASE/NARROWPHASE/CCD: "
-            f"raise nconmax) in envs {envs[:8].tolist()} ({envs.size} in all); those steps were undone and "
-            "reported as failed. Fix: build the backend with a larger nconmax and/or njmax (WarpBackend(..., "
-            "nconmax=..., njmax=...))"
-        )
+        raise overflow_error(kinds, np.flatnonzero(overflowed))
 
     def _forward_rows(self, rows_per_group: list[np.ndarray]) -> None:
         """Forward the groups with rows listed; outputs of unlisted worlds are kept as they were."""
@@ -365,7 +345,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
         """
         self._check_open()
         if isinstance(env_ids, torch.Tensor):
-            self._reset_where(env_ids, qpos, qvel)
+            reset_where(self._views, self._runtimes, self._wp_device, self._model, env_ids, qpos, qvel)
             return
         ids = validate_env_ids(env_ids, self.num_envs)
         nq, nv = self._model.nq, self._model.nv
@@ -394,43 +374,6 @@ class WarpBackend(GeometryWrites, SceneBackend):
                 self._runtimes[g].set_state(rows, qpos[index], qvel[index])
             self._forward_rows(rows_per_group)
         self._views.gather(ids)
-
-    def _reset_where(self, mask: Any, qpos: Any, qvel: Any) -> None:
-        nq, nv = self._model.nq, self._model.nv
-        if mask.dtype != torch.bool or tuple(mask.shape) != (self.num_envs,) or \
-                tuple(qpos.shape) != (self.num_envs, nq) or tuple(qvel.shape) != (self.num_envs, nv):
-            raise ConfigError(
-                f"a masked reset takes a ({self.num_envs},) bool mask and qpos ({self.num_envs}, {nq}), qvel "
-                f"({self.num_envs}, {nv}); got {mask.dtype} {tuple(mask.shape)}, {tuple(qpos.shape)}, "
-                f"{tuple(qvel.shape)}"
-            )
-        device = self._views.torch_device
-        mask, qpos, qvel = mask.to(device), qpos.to(device), qvel.to(device)
-        self._views.scatter_inputs()
-        masks = self._views.to_groups(mask)
-        outputs = {name: [v.clone() for v in gvs] for name, gvs in self._views.outputs().items()}
-        with wp.ScopedDevice(self._wp_device):
-            for rt, m in zip(self._runtimes, masks, strict=True):
-                rt.launch_reset_where(m)
-            self._views.warp_to_torch()
-            for rt, m, q, v in zip(self._runtimes, masks, self._views.to_groups(qpos), self._views.to_groups(qvel),
-                                   strict=True):
-                rt.set_state_where(m, q, v)
-            self._views.torch_to_warp()
-            # Bound outputs all kinematic: the reset worlds need no collision or constraint solve
-            # (their next step recomputes everything from qpos/qvel anyway).
-            kinematic = set(self._views.outputs()) <= KINEMATIC_OUTPUTS
-            for rt in self._runtimes:
-                if kinematic:
-                    rt.launch_kinematics()
-                else:
-                    rt.launch_forward()
-            self._views.warp_to_torch()
-        for name, saved in outputs.items():
-            for g, m in enumerate(masks):
-                current = self._views.group_views[name][g]
-                current.copy_(torch.where(m.reshape(-1, *([1] * (current.dim() - 1))), current, saved[g]))
-        self._views.gather()
 
     def _assign_input(self, view: Any, ids: Any, rows: Any, values: Any) -> None:
         """Write validated input values (host or device) into a torch view."""
