@@ -306,10 +306,20 @@ class Rollout:
         self.actions, self.logprobs = z(t, n, action_dim), z(t, n)
         self.rewards, self.values, self.final_values = z(t, n), z(t, n), z(t, n)
         self.terminated, self.truncated = z(t, n, dtype=torch.bool), z(t, n, dtype=torch.bool)
-        self.stats: dict[str, float] = {}
+        self.dev = dev
+        self.stats: dict[str, torch.Tensor] = {}
 
-    def add_stat(self, name: str, value: float) -> None:
-        self.stats[name] = self.stats.get(name, 0.0) + float(value)
+    def reset_stats(self) -> None:
+        self.stats = {k: torch.zeros((), dtype=torch.float64, device=self.dev)
+                      for k in ("reward", "episodes", "return", "length", "success")}
+
+    def add_stat(self, name: str, value: Any, where: torch.Tensor | None = None) -> None:
+        """Add the sum of `value` (rows `where` only, if given) on the device: no host read-back,
+        so a device-resident env's step never waits (the sums are read once per iteration)."""
+        value = torch.as_tensor(value).to(self.dev, torch.float64)
+        if where is not None:
+            value = torch.where(where, value, 0.0)
+        self.stats[name] = self.stats.get(name, torch.zeros((), dtype=torch.float64, device=self.dev)) + value.sum()
 
 
 def collect(envs: gym.vector.VectorEnv, agent: Agent, buf: Rollout, obs: Any, args: Args,
@@ -327,29 +337,24 @@ def collect(envs: gym.vector.VectorEnv, agent: Agent, buf: Rollout, obs: Any, ar
         buf.rewards[t] = torch.as_tensor(reward, device=dev, dtype=torch.float32) * args.reward_scale
         buf.terminated[t] = torch.as_tensor(terminated, device=dev)
         buf.truncated[t] = torch.as_tensor(truncated, device=dev)
-        buf.add_stat("reward", float(torch.as_tensor(reward).sum()))
+        buf.add_stat("reward", reward)
         for name, value in info.get("reward_terms", {}).items():
             if not name.startswith("_"):
-                buf.add_stat(f"r_{name}", float(np.sum(value)))
+                buf.add_stat(f"r_{name}", value)
         if "lifted" in info:
-            buf.add_stat("lifted", float(np.sum(info["lifted"])))
-        if "final_obs" in info:
+            buf.add_stat("lifted", info["lifted"])
+        buf.final_values[t] = 0.0
+        if "final_obs" in info:  # (a device-resident env has it every step, rows valid where done)
             boot = buf.truncated[t] & ~buf.terminated[t]
-            if bool(boot.any()):
-                _, final_critic = split_obs(info["final_obs"], args.asymmetric, dev)
-                with torch.no_grad():
-                    buf.final_values[t] = torch.where(boot, agent.value(final_critic), 0.0)
-            else:
-                buf.final_values[t] = 0.0
-        else:
-            buf.final_values[t] = 0.0
+            _, final_critic = split_obs(info["final_obs"], args.asymmetric, dev)
+            with torch.no_grad():
+                buf.final_values[t] = torch.where(boot, agent.value(final_critic), 0.0)
         if "episode" in info:
-            done = np.asarray(info["_episode"], bool)
-            buf.add_stat("episodes", done.sum())
-            buf.add_stat("return", np.asarray(info["episode"]["r"])[done].sum())
-            buf.add_stat("length", np.asarray(info["episode"]["l"])[done].sum())
-            if "success" in info["episode"]:
-                buf.add_stat("success", np.asarray(info["episode"]["success"])[done].sum())
+            done = torch.as_tensor(info["_episode"]).to(dev, torch.bool)
+            buf.add_stat("episodes", done)
+            for key, name in (("r", "return"), ("l", "length"), ("success", "success")):
+                if key in info["episode"]:
+                    buf.add_stat(name, info["episode"][key], where=done)
     return obs
 
 
@@ -412,10 +417,11 @@ def adapt_lr(optimizer: torch.optim.Optimizer, kl: float, target: float) -> None
 
 
 # ---- bookkeeping -----------------------------------------------------------------------------
-def reduce_stats(stats: dict[str, float], dev: torch.device) -> dict[str, float]:
-    """Sum the rollout statistics over ranks (every rank has the same keys: same env type)."""
+def reduce_stats(stats: dict[str, torch.Tensor], dev: torch.device) -> dict[str, float]:
+    """Sum the rollout statistics over ranks (every rank has the same keys: same env type); the
+    one host read-back of an iteration's statistics."""
     keys = sorted(stats)
-    total = all_reduce_(torch.tensor([stats[k] for k in keys], dtype=torch.float64, device=dev))
+    total = all_reduce_(torch.stack([stats[k].to(dev, torch.float64) for k in keys]))
     return dict(zip(keys, total.tolist(), strict=True))
 
 
@@ -479,8 +485,12 @@ class CurriculumReducer:
     def __init__(self, dev: torch.device) -> None:
         self.dev, self.calls = dev, 0
 
-    def __call__(self, total: float, count: int) -> tuple[float, int]:
+    def __call__(self, total: Any, count: int) -> tuple[Any, Any]:
         self.calls += 1
+        if isinstance(total, torch.Tensor):  # the env's task runs on a device: stay there, no read-back
+            stat = all_reduce_(torch.stack([total.to(self.dev, torch.float64),
+                                            torch.tensor(float(count), dtype=torch.float64, device=self.dev)]))
+            return stat[0].to(total.device), stat[1].to(total.device)
         stat = all_reduce_(torch.tensor([total, float(count)], dtype=torch.float64, device=self.dev))
         return float(stat[0]), round(float(stat[1]))
 
@@ -534,7 +544,7 @@ def main(args: Args) -> None:
     for it in bar:
         if args.lr_schedule == "linear":
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (it - 1) / num_iterations)
-        buf.stats = {k: 0.0 for k in ("reward", "episodes", "return", "length", "success")}
+        buf.reset_stats()
         obs = collect(envs, agent, buf, obs, args, dev)
         global_step += steps_per_iter
         with torch.no_grad():

@@ -145,12 +145,15 @@ def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
     assert all(torch.isfinite(t).all() for t in ckpt["agent"].values())
 
 
-def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path):
+@pytest.mark.parametrize("backend", ["cpu", "warp"])
+def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path, backend):
+    """On "warp" (warp's CPU device) the task and its curriculum run in torch: the reducer gets
+    tensors and all-reduces them without reading them back."""
     num_envs, num_tools = 3, 5
     _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(PPO),
           "--num-envs", str(num_envs), "--num-tools", str(num_tools), "--num-steps", "4", "--num-minibatches", "2",
           "--total-timesteps", "48", "--hidden", "32", "--randomization", "none", "--out-dir", str(tmp_path),
-          "--no-progress", "--shard-report", "--curriculum-interval", "1"], timeout=150)
+          "--no-progress", "--shard-report", "--curriculum-interval", "1", "--backend", backend], timeout=240)
     reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     for rank, report in enumerate(reports):
         assert report["world_size"] == 2 and report["rank"] == rank

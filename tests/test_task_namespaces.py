@@ -172,3 +172,38 @@ def test_curriculum_agrees_step_by_step() -> None:
         dev.finish(Rows.of_mask(torch.as_tensor(done)), torch.as_tensor(full))
         np.testing.assert_array_equal(dev.last_successes.numpy(), host.last_successes)
     assert changes >= 3 and float(host.tolerance) < kw["start"]
+
+
+def test_device_curriculum_shards_with_a_device_all_reduce_equal_one_host_curriculum() -> None:
+    """On a device the reducer gets (0-d tensor, int) at every step and returns device values (an
+    all-reduce that never reads back): two such shards take the unsharded host curriculum's steps."""
+    rng = np.random.default_rng(4)
+    kw = {"start": 0.075, "decay": 0.9, "minimum": 0.01, "interval": 3, "min_successes": 2.0}
+    shards: dict[str, ToleranceCurriculum] = {}
+    calls = {"a": 0, "b": 0}
+
+    def reducer_of(me: str, other: str):
+        def reduce(total, count):
+            assert isinstance(total, torch.Tensor)  # never a host float on the device path
+            calls[me] += 1
+            o_total, o_count = shards[other].local_stat()
+            return total + o_total, count + o_count
+
+        return reduce
+
+    shards["a"] = ToleranceCurriculum(32, **kw, reducer=reducer_of("a", "b"), like=torch.zeros(1))
+    shards["b"] = ToleranceCurriculum(32, **kw, reducer=reducer_of("b", "a"), like=torch.zeros(1))
+    whole = ToleranceCurriculum(64, **kw)
+    changes = 0
+    for step in range(40):
+        for cur in (whole, *shards.values()):
+            cur.begin_step()
+        for cur in shards.values():
+            assert float(cur.tolerance) == float(whole.tolerance), step
+        changes += float(whole.tolerance) != kw["start"]
+        done = rng.random(64) < 0.25
+        successes = np.where(done, rng.integers(0, 5, 64), 0).astype(np.float64)
+        whole.finish(Rows.of_ids(np.flatnonzero(done), 64), successes[done])
+        for name, part in (("a", slice(0, 32)), ("b", slice(32, 64))):
+            shards[name].finish(Rows.of_mask(torch.as_tensor(done[part])), torch.as_tensor(successes[part]))
+    assert changes and calls == {"a": 40, "b": 40}

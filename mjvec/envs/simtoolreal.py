@@ -247,6 +247,10 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         reducer(sum, count) -> (global sum, global count): an all-reduce (sum) of this process's
         statistic over all processes, e.g. with torch.distributed (see examples/ppo.py). It is
         called at the same control steps in every process, so all processes must step in lockstep.
+        On the host it gets (float, int) when the curriculum is due and returns numbers. On a
+        device it gets (0-d float64 tensor, int) at every step and must return device values
+        without reading them back (e.g. `torch.distributed.all_reduce` of a device tensor), so
+        the step never waits for the device.
         Set it before the first step; raises ConfigError otherwise or if it is not callable.
         """
         self.curriculum.set_reducer(reducer)
