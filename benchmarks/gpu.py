@@ -14,7 +14,7 @@ Then device memory of a backend with --tools tools vs 1 tool at the largest N, e
 fresh subprocess.
 
     python -m benchmarks.gpu                                 # GPU: 8192 and 16384 envs, 600 tools
-    python -m benchmarks.gpu --device cpu --num-envs 64      # smoke test on warp's CPU device
+    python -m benchmarks.gpu --device cpu --num-envs 256 --torch-threads 1   # smoke test on warp's CPU device
 """
 
 from __future__ import annotations
@@ -175,12 +175,18 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20, help="env steps per timed block")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--skip-memory", action="store_true")
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch intra-op threads (warp's CPU device: 1 keeps torch off the cores warp steps on)")
     p.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.memory_probe:
         print(json.dumps(_memory_probe(args.tools, args.num_envs[0], args.device)))
         return
     logging.basicConfig(level=logging.WARNING)
+    if args.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     print(f"SimToolReal-v0, backend=warp, device={args.device}, tools={args.tools}")
     t0 = time.perf_counter()
     for n in args.num_envs:
