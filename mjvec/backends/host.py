@@ -1,8 +1,11 @@
 """`HostViews`: any backend seen through numpy state views on the host.
 
-The task layer (SimToolReal's observations, rewards, resets) and the non-model randomization
-wrappers are numpy code. A backend whose state lives in torch tensors (Warp: on its device) is
-wrapped so that `bind`, `qpos`, `qvel`, `ctrl` and `xfrc_applied` are numpy arrays:
+An explicit opt-in (`make_backend(..., state_namespace="numpy")`, SimToolReal's
+`task_namespace="numpy"`), never the default path: the task layer runs in whatever namespace
+the backend keeps its state in. This adapter serves numpy-only task code, and is the host
+reference the device path is tested against. A backend whose state lives in torch tensors (Warp:
+on its device) is wrapped so that `bind`, `qpos`, `qvel`, `ctrl` and `xfrc_applied` are numpy
+arrays:
 
 - on a CPU device the numpy arrays ARE the backend's tensors (`Tensor.numpy()` shares memory), so
   nothing is copied;
