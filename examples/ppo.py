@@ -1,8 +1,13 @@
-"""CleanRL-style PPO for SimToolReal-v0, one file, torch-native, single process or torchrun.
+"""CleanRL-style PPO for any mjvec task (SimToolReal-v0 by default), one file, torch-native,
+single process or torchrun.
 
     python examples/ppo.py --num-envs 64 --num-tools 6 --total-timesteps 1000000
     torchrun --standalone --nproc_per_node=2 examples/ppo.py --num-envs 64      # 2 shards
     python examples/ppo.py --asymmetric --randomization none                    # critic on privileged state
+    python examples/ppo.py --env-id CubeRotate-v0 --randomization none          # the hand spins a cube
+
+Evidence that CubeRotate-v0 learns on 2 CPU cores in 20 minutes: README ("CubeRotate-v0"),
+docs/cube_rotate_ppo.{csv,png}.
 
 Evidence that it learns: docs/ppo_learning_curve.{csv,png}, 14 minutes on 2 CPU cores with
 ``--num-envs 256 --num-tools 600 --asymmetric --hidden 256 128 64 --time-limit-s 840``.
@@ -10,19 +15,21 @@ Evidence that it learns: docs/ppo_learning_curve.{csv,png}, 14 minutes on 2 CPU 
 What it does, top to bottom (the SimToolReal authors train with SAPG on rl_games' PPO; the shared
 pieces follow their settings where noted):
 
-- Env: ``gym.make_vec("SimToolReal-v0", autoreset_mode="same_step", array_backend="torch",
-  record_episode_statistics=True)``. Under torchrun, rank r builds envs with global ids
-  ``r*num_envs .. (r+1)*num_envs-1`` (``env_id_offset``), so tool ids and random streams stay those of
-  one big run of ``world_size*num_envs`` envs. Everyone resets with the same seed: the streams are
-  keyed by global env id. The success-tolerance curriculum is made global: each rank's env gets a
-  reducer that all-reduces the curriculum's statistic (`SimToolRealEnv.set_curriculum_reducer`), so
-  every rank tightens the tolerance at the same step, on the mean over all ranks' envs.
+- Env: ``gym.make_vec(env_id, autoreset_mode="same_step", array_backend="torch",
+  record_episode_statistics=True)``; SimToolReal-v0's own options (``--num-tools``,
+  ``--asymmetric``, ``--curriculum-interval``) are passed only when given. Under torchrun, rank r
+  builds envs with global ids ``r*num_envs .. (r+1)*num_envs-1`` (``env_id_offset``), so variant
+  (tool, cube) ids and random streams stay those of one big run of ``world_size*num_envs`` envs.
+  Everyone resets with the same seed: the streams are keyed by global env id. SimToolReal's
+  success-tolerance curriculum is made global: each rank's env gets a reducer that all-reduces the
+  curriculum's statistic (`SimToolRealEnv.set_curriculum_reducer`), so every rank tightens the
+  tolerance at the same step, on the mean over all ranks' envs.
 - Timeouts: a truncated (not terminated) env's reward is bootstrapped with V(``info["final_obs"]``),
   the clean terminal observation the env returns beside the reset one (`compute_advantages`).
 - Agent: Gaussian MLP actor (state-independent log-std) on the "policy" observation; MLP critic on
   the same, or with ``--asymmetric`` on the 162-D "critic" state. Inputs are normalized by running
   statistics frozen during an iteration and updated (from every rank's batch) after it.
-- Update: rewards x ``reward_scale`` (0.01 as the source), GAE, clipped PPO, rl_games' bounds loss
+- Update: rewards x ``reward_scale`` (SimToolReal: 0.01 as the source), GAE, clipped PPO, rl_games' bounds loss
   on the action mean, gradients averaged over ranks (``torch.distributed``, gloo on CPU, nccl on
   GPU), global-norm clipping, KL-adaptive learning rate (rl_games' rule) by default.
 - Output (rank 0 only): ``<out-dir>/progress.csv`` (one row per iteration: global_step,
@@ -52,8 +59,14 @@ import tyro
 from torch import nn
 from tqdm import tqdm
 
-import mjvec  # noqa: F401  (registers SimToolReal-v0)
+import mjvec  # noqa: F401  (registers the tasks)
 from mjvec.envs.config import SimToolRealConfig
+
+# The reward scale each task trains with when --reward-scale is not given (else 1): SimToolReal's
+# rewards are in the hundreds, as in the source, which trains with 0.01.
+TASK_REWARD_SCALE = {"SimToolReal-v0": 0.01}
+# Per-step info entries logged as progress.csv columns mean_<key> when the task reports them.
+LOGGED_INFO = ("lifted", "cube_angvel_z")
 
 
 @dataclass
@@ -61,23 +74,23 @@ class Args:
     """Command-line options (tyro): every field is a --flag, e.g. --num-envs 256 --asymmetric."""
 
     env_id: str = "SimToolReal-v0"
-    """the registered environment id"""
+    """the registered environment id (python -m mjvec list)"""
     num_envs: int = 64
     """envs per process; the run has world_size * num_envs envs"""
-    num_tools: int = 600
-    """tools in use; the env with global id g holds tool g % num_tools"""
+    num_tools: int | None = None
+    """SimToolReal-v0: tools in use, env with global id g holds tool g % num_tools (None: the task's 600)"""
     randomization: Literal["paper", "none"] = "paper"
-    """the paper's delays, noise and pushes, or the bare task"""
+    """the task's "paper" preset (SimToolReal: the paper's delays, noise and pushes), or the bare task"""
     asymmetric: bool = False
-    """actor on obs["policy"], critic on the privileged obs["critic"]"""
+    """SimToolReal-v0: actor on obs["policy"], critic on the privileged obs["critic"]"""
     max_episode_steps: int | None = None
-    """control steps without a success before truncation (None: the task's 599)"""
+    """episode limit in control steps (None: the task's)"""
     backend: str = "cpu"
     """simulation backend ("cpu" or "warp")"""
     num_threads: int | None = None
     """CPU backend worker threads (None: all cores this process may use)"""
     curriculum_interval: int | None = None
-    """control steps between tolerance-curriculum checks (None: the task's 3,000)"""
+    """SimToolReal-v0: control steps between tolerance-curriculum checks (None: the task's 3,000)"""
 
     total_timesteps: int = 2_000_000
     """env steps over all ranks"""
@@ -107,8 +120,9 @@ class Args:
     """weight of the penalty on action means outside [-1.1, 1.1]"""
     max_grad_norm: float = 1.0
     """global gradient-norm clip"""
-    reward_scale: float = 0.01
-    """rewards are multiplied by this for learning (logged returns are raw)"""
+    reward_scale: float | None = None
+    """rewards are multiplied by this for learning (logged returns are raw); None: the task's
+    (0.01 for SimToolReal-v0, as the source, else 1)"""
     norm_obs: bool = True
     """running mean/std normalization of actor and critic inputs"""
     norm_adv: bool = True
@@ -334,15 +348,16 @@ def collect(envs: gym.vector.VectorEnv, agent: Agent, buf: Rollout, obs: Any, ar
             buf.values[t] = agent.value(critic)
         buf.policy_obs[t], buf.critic_obs[t], buf.actions[t] = policy, critic, action
         obs, reward, terminated, truncated, info = envs.step(action)
-        buf.rewards[t] = torch.as_tensor(reward, device=dev, dtype=torch.float32) * args.reward_scale
+        buf.rewards[t] = torch.as_tensor(reward, device=dev, dtype=torch.float32) * reward_scale(args)
         buf.terminated[t] = torch.as_tensor(terminated, device=dev)
         buf.truncated[t] = torch.as_tensor(truncated, device=dev)
         buf.add_stat("reward", reward)
         for name, value in info.get("reward_terms", {}).items():
             if not name.startswith("_"):
                 buf.add_stat(f"r_{name}", value)
-        if "lifted" in info:
-            buf.add_stat("lifted", info["lifted"])
+        for key in LOGGED_INFO:
+            if key in info:
+                buf.add_stat(key, info[key])
         buf.final_values[t] = 0.0
         if "final_obs" in info:  # (a device-resident env has it every step, rows valid where done)
             boot = buf.truncated[t] & ~buf.terminated[t]
@@ -495,19 +510,33 @@ class CurriculumReducer:
         return float(stat[0]), round(float(stat[1]))
 
 
-def make_envs(args: Args, rank: int, dev: torch.device, reducer: CurriculumReducer | None) -> gym.vector.VectorEnv:
-    extra = {}
+def reward_scale(args: Args) -> float:
+    return TASK_REWARD_SCALE.get(args.env_id, 1.0) if args.reward_scale is None else args.reward_scale
+
+
+def task_options(args: Args) -> dict[str, Any]:
+    """The task-specific env options the flags set: only those given, so any task accepts the
+    defaults (a task without such an option refuses it by name)."""
+    extra: dict[str, Any] = {}
+    if args.num_tools is not None:
+        extra["num_tools"] = args.num_tools
+    if args.asymmetric:
+        extra["obs_mode"] = "asymmetric"
     if args.curriculum_interval is not None:
         extra["config"] = dataclasses.replace(SimToolRealConfig(), curriculum_interval=args.curriculum_interval)
+    return extra
+
+
+def make_envs(args: Args, rank: int, dev: torch.device, reducer: CurriculumReducer | None) -> gym.vector.VectorEnv:
     envs = gym.make_vec(
-        args.env_id, num_envs=args.num_envs, num_tools=args.num_tools, backend=args.backend,
+        args.env_id, num_envs=args.num_envs, backend=args.backend,
         num_threads=args.num_threads, max_episode_steps=args.max_episode_steps,
         randomization=None if args.randomization == "none" else args.randomization,
-        autoreset_mode="same_step", obs_mode="asymmetric" if args.asymmetric else "policy",
-        env_id_offset=rank * args.num_envs, array_backend="torch", device=str(dev),
-        record_episode_statistics=True, **extra,
+        autoreset_mode="same_step", env_id_offset=rank * args.num_envs, array_backend="torch", device=str(dev),
+        record_episode_statistics=True, **task_options(args),
     )
-    if reducer is not None:  # one curriculum over all ranks; every rank steps in lockstep, as it needs
+    if reducer is not None and hasattr(envs.unwrapped, "set_curriculum_reducer"):
+        # One curriculum over all ranks; every rank steps in lockstep, as it needs.
         envs.unwrapped.set_curriculum_reducer(reducer)
     return envs
 
@@ -583,10 +612,12 @@ def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym
         args.out_dir.mkdir(parents=True, exist_ok=True)
         report = {"rank": rank, "world_size": world, "num_envs": base.num_envs,
                   "env_id_offset": int(base.backend.env_id_offset), "global_env_ids": base.global_env_ids.tolist(),
-                  "tool_ids": np.asarray(base.tool_ids).tolist(), "param_digest": param_digest(agent),
+                  "variant_ids": np.asarray(base.backend.variant_of_env).tolist(), "param_digest": param_digest(agent),
                   "init_param_digest": init_digest, "global_step": global_step,
-                  "tolerance": float(base.tolerance), "curriculum_steps": int(base.curriculum.steps),
                   "curriculum_reductions": 0 if reducer is None else reducer.calls}
+        if hasattr(base, "curriculum"):  # SimToolReal-v0
+            report.update({"tool_ids": np.asarray(base.tool_ids).tolist(), "tolerance": float(base.tolerance),
+                           "curriculum_steps": int(base.curriculum.steps)})
         (args.out_dir / f"rank{rank}.json").write_text(json.dumps(report))
     envs.close()
     if dist.is_initialized():

@@ -1,6 +1,7 @@
-"""PPO (Stable-Baselines3) on SimToolReal-v0 through `mjvec.envs.sb3.SB3VecEnv`.
+"""PPO (Stable-Baselines3) on any mjvec task (SimToolReal-v0 by default) through `mjvec.envs.sb3.SB3VecEnv`.
 
     python examples/train_sb3.py --num-envs 64 --total-timesteps 2000000
+    python examples/train_sb3.py --env-id CubeRotate-v0 --randomization none
     python examples/train_sb3.py --help
 
 The env runs in SAME_STEP autoreset mode (what SB3 expects) under `VecNormalize`. With many envs,
@@ -34,6 +35,7 @@ os.environ.setdefault("MUJOCO_GL", "osmesa")  # headless; set MUJOCO_GL=egl on a
 
 import gymnasium as gym
 import numpy as np
+import torch
 import tyro
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
@@ -41,7 +43,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import TqdmExperimentalWarning, tqdm
 
-import mjvec  # noqa: F401  (registers SimToolReal-v0)
+import mjvec  # noqa: F401  (registers the tasks)
 from mjvec.envs.sb3 import SB3VecEnv
 from mjvec.envs.video import write_gif
 
@@ -52,10 +54,14 @@ CSV_FIELDS = ("iteration", "timesteps", "episodes", "ep_return_mean", "ep_length
 
 @dataclass(frozen=True)
 class Args:
-    """PPO on SimToolReal-v0 with Stable-Baselines3."""
+    """PPO on an mjvec task with Stable-Baselines3."""
 
+    env_id: str = "SimToolReal-v0"
+    """the registered environment id (python -m mjvec list)"""
     num_envs: int = 64
     total_timesteps: int = 2_000_000
+    time_limit_s: float | None = None
+    """stop training after this many seconds (checked every env step)"""
     n_steps: int = 32
     """rollout length per env and iteration (small for many envs: 16-64)"""
     batch_size: int | None = None
@@ -67,14 +73,21 @@ class Args:
     clip_range: float = 0.2
     ent_coef: float = 0.0
     net_arch: tuple[int, ...] = (256, 256)
-    num_tools: int = 600
+    log_std_init: float = 0.0
+    """initial log standard deviation of the Gaussian policy"""
+    num_tools: int | None = None
+    """SimToolReal-v0: tools in use (None: the task's 600)"""
     randomization: Literal["paper", "none"] = "paper"
+    """the task's "paper" preset, or the bare task"""
     max_episode_steps: int | None = None
-    """None: the task's (599 control steps)"""
+    """None: the task's (SimToolReal: 599 control steps)"""
     num_threads: int | None = None
     seed: int = 0
     device: str = "cpu"
     """torch device of the policy"""
+    torch_threads: int | None = 1
+    """torch intra-op threads (None: torch's default); the simulator has its own thread pool, and
+    torch's spinning worker threads would compete with it for the cores"""
     checkpoint_every: int = 200_000
     """env steps between checkpoints"""
     eval_envs: int = 4
@@ -135,17 +148,32 @@ class CsvProgress(BaseCallback):
         self._t_iter, self._steps_iter = now, self.model.num_timesteps
 
 
+class TimeLimit(BaseCallback):
+    """Stops `learn` once `limit_s` seconds have passed since training started."""
+
+    def __init__(self, limit_s: float) -> None:
+        super().__init__()
+        self.limit_s, self._t0 = limit_s, time.perf_counter()
+
+    def _on_training_start(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        return time.perf_counter() - self._t0 < self.limit_s
+
+
 def make_env(args: Args, num_envs: int, *, env_id_offset: int = 0, render: bool = False) -> SB3VecEnv:
+    extra = {} if args.num_tools is None else {"num_tools": args.num_tools}  # only for tasks that have it
     env = gym.make_vec(
-        "SimToolReal-v0", num_envs=num_envs, num_tools=args.num_tools, num_threads=args.num_threads,
+        args.env_id, num_envs=num_envs, num_threads=args.num_threads,
         randomization=None if args.randomization == "none" else args.randomization,
         max_episode_steps=args.max_episode_steps, autoreset_mode="same_step", env_id_offset=env_id_offset,
-        render_mode="rgb_array" if render else None, render_size=args.render_size,
+        render_mode="rgb_array" if render else None, render_size=args.render_size, **extra,
     )
     return SB3VecEnv(env)
 
 
-def plot_learning_curve(rows: list[dict[str, Any]], path: Path) -> Path | None:
+def plot_learning_curve(rows: list[dict[str, Any]], path: Path, title: str = "SimToolReal-v0") -> Path | None:
     """Mean episode return per iteration vs env steps; None (with a note) without matplotlib."""
     try:
         import matplotlib
@@ -166,7 +194,7 @@ def plot_learning_curve(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax.legend()
     ax.set_xlabel("env steps")
     ax.set_ylabel("mean episode return")
-    ax.set_title("PPO on SimToolReal-v0")
+    ax.set_title(f"PPO on {title}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -191,6 +219,8 @@ def record_video(model: PPO, env: VecNormalize, args: Args, path: Path) -> Path:
 
 
 def main(args: Args) -> dict[str, Any]:
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     run_dir = args.run_dir or Path("out/sb3_ppo") / time.strftime("%Y%m%d-%H%M%S")
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), default=str, indent=2))
@@ -199,7 +229,8 @@ def main(args: Args) -> dict[str, Any]:
     model = PPO(
         "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size, n_epochs=args.n_epochs,
         learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda, clip_range=args.clip_range,
-        ent_coef=args.ent_coef, policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device=args.device,
+        ent_coef=args.ent_coef, policy_kwargs={"net_arch": list(args.net_arch), "log_std_init": args.log_std_init},
+        seed=args.seed, device=args.device,
     )
     progress = CsvProgress(run_dir / "progress.csv")
     checkpoints = CheckpointCallback(
@@ -209,11 +240,14 @@ def main(args: Args) -> dict[str, Any]:
     log.info("training PPO: %d envs x %d steps per iteration, %d env steps -> %s",
              args.num_envs, args.n_steps, args.total_timesteps, run_dir)
     t0 = time.perf_counter()
-    model.learn(args.total_timesteps, callback=[checkpoints, progress], progress_bar=args.progress_bar)
+    callbacks: list[BaseCallback] = [checkpoints, progress]
+    if args.time_limit_s is not None:
+        callbacks.append(TimeLimit(args.time_limit_s))
+    model.learn(args.total_timesteps, callback=callbacks, progress_bar=args.progress_bar)
     train_s = time.perf_counter() - t0
     model.save(run_dir / "final_model.zip")
     env.save(str(run_dir / "vecnormalize.pkl"))
-    curve = plot_learning_curve(progress.rows, run_dir / "learning_curve.png")
+    curve = plot_learning_curve(progress.rows, run_dir / "learning_curve.png", args.env_id)
 
     # Held-out env ids (their own tools and random streams), the training normalization, frozen.
     eval_env = VecNormalize(make_env(args, args.eval_envs, env_id_offset=args.num_envs, render=True),

@@ -1,11 +1,13 @@
 """mjvec: batched MuJoCo robot-learning environments that are real Gymnasium VectorEnvs.
 
-`import mjvec` registers the environment ids with Gymnasium, so
+`import mjvec` registers the environment ids (SimToolReal-v0, CubeRotate-v0) with Gymnasium, so
 `gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu")` works afterwards (equivalently,
-`gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`).
+`gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`). Tasks of your own register through
+`mjvec.envs.tasks.register_task`.
 """
 
-from mjvec.envs.registration import ENV_ID, register_envs
+from mjvec.envs import cube_rotate_registration, registration
+from mjvec.envs.registration import ENV_ID
 from mjvec.errors import (
     ActionError,
     CapabilityError,
@@ -21,6 +23,14 @@ from mjvec.errors import (
 )
 
 __version__ = "0.1.0"
+
+
+
+def register_envs() -> None:
+    """Register mjvec's tasks with Gymnasium (idempotent)."""
+    registration.register_envs()
+    cube_rotate_registration.register_envs()
+
 
 register_envs()
 

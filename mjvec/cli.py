@@ -1,7 +1,7 @@
 """The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli_rollout`), bench.
 
-    python -m mjvec list                                   # registered mjvec env ids
-    python -m mjvec info SimToolReal-v0 [--json]           # spaces, tools per topology, backends
+    python -m mjvec list                                   # registered mjvec tasks
+    python -m mjvec info CubeRotate-v0 [--json]            # spaces, variants, options, presets, backends
     python -m mjvec rollout --num-envs 8 --steps 120 --grid out/grid.png --gif out/rollout.gif
     python -m mjvec rollout --checkpoint out/sb3_ppo/RUN/final_model.zip --gif out/policy.gif
     python -m mjvec bench                                  # list the benchmarks of a source checkout
@@ -33,11 +33,10 @@ import numpy as np
 
 import mjvec
 from mjvec.backends.registry import backend_status
-from mjvec.envs.registration import ENV_ID, SimToolRealOptions
+from mjvec.envs.registration import ENV_ID
+from mjvec.envs.tasks import get_task, registered_tasks
 from mjvec.errors import ConfigError, MjvecError
 
-# Options dataclass per env id, for `info` (every other key is the env's to validate).
-ENV_OPTIONS = {ENV_ID: SimToolRealOptions}
 # Env options a command sets itself: --option NAME=... is refused with what to use instead.
 FIXED_OPTIONS = {
     "info": {"num_envs": "info builds one env"},
@@ -72,18 +71,15 @@ def _parse_options(pairs: Sequence[str], command: str = "info") -> dict[str, Any
 
 
 def mjvec_env_ids() -> list[str]:
-    """Registered Gymnasium ids whose entry points live in the mjvec package."""
-    def ours(entry: Any) -> bool:
-        module = entry if isinstance(entry, str) else getattr(entry, "__module__", "") or ""
-        return module.split(".")[0].split(":")[0] == "mjvec"
-
-    return sorted(i for i, s in gym.registry.items() if ours(s.vector_entry_point) or ours(s.entry_point))
+    """The ids of every task registered through `mjvec.envs.tasks.register_task`, sorted."""
+    return sorted(registered_tasks())
 
 
-def _entry_name(entry: Any) -> str:
-    if entry is None or isinstance(entry, str):
-        return str(entry)
-    return f"{entry.__module__}:{entry.__qualname__}"
+def task_line(env_id: str) -> str:
+    """One line of `list`: the id, its env class and its randomization presets."""
+    task = get_task(env_id)
+    cls = task.env_class
+    return f"{env_id}  {cls.__module__}:{cls.__qualname__}  presets: {', '.join(sorted(task.presets)) or 'none'}"
 
 
 def _space_dict(space: gym.Space) -> Any:
@@ -96,9 +92,11 @@ def _space_dict(space: gym.Space) -> Any:
 
 
 def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Spaces, timing, tools and backends of `env_id`, from a one-env instance built with `options`."""
-    if env_id not in gym.registry:
+    """Spaces, timing, variants, options, presets and backends of `env_id`, from a one-env instance
+    built with `options`."""
+    if env_id not in registered_tasks():
         raise ConfigError(f"{env_id!r} is not registered; mjvec ids are {mjvec_env_ids()} (see python -m mjvec list)")
+    task = get_task(env_id)
     env = gym.make_vec(env_id, num_envs=1, **options)
     try:
         base = env.unwrapped
@@ -110,6 +108,7 @@ def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
             "render_fps": env.metadata.get("render_fps"),
             "autoreset_mode": str(getattr(env.metadata.get("autoreset_mode"), "value", None)),
             "wrappers": [type(e).__name__ for e in _chain(env)[:-1]],
+            "variants": int(base.backend.scene.num_variants),
         }
         for name in ("policy_layout", "critic_layout"):
             if hasattr(base, name):
@@ -117,12 +116,12 @@ def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
         if hasattr(base, "cfg"):
             info["max_episode_steps"] = getattr(base.cfg, "max_episode_steps", None)
         catalog = getattr(base, "catalog", None)
-        if catalog is not None:
+        if hasattr(catalog, "counts_by_topology"):  # SimToolReal's tool catalog
             info["tools"] = {"total": len(catalog), "per_topology": catalog.counts_by_topology()}
     finally:
         env.close()
-    if env_id in ENV_OPTIONS:
-        info["options"] = [f.name for f in dataclasses.fields(ENV_OPTIONS[env_id])]
+    info["options"] = [f.name for f in dataclasses.fields(task.options)]
+    info["presets"] = sorted(task.presets)
     info["backends"] = backend_status()
     return info
 
@@ -236,9 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mjvec {mjvec.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     kw: dict[str, Any] = {"formatter_class": _HelpFormatter}
-    sub.add_parser("list", help="registered mjvec env ids", description="List the registered mjvec env ids.", **kw)
-    p = sub.add_parser("info", help="spaces, tools per topology class, backends of an env id", **kw,
-                       description="Spaces, timing, tools and backends of an env id (built once with one env).")
+    sub.add_parser("list", help="registered mjvec tasks", description="List the registered mjvec tasks.", **kw)
+    p = sub.add_parser("info", help="spaces, variants, options, presets, backends of an env id", **kw,
+                       description="Spaces, timing, variants, options, presets and backends of an env id "
+                                   "(built once with one env).")
     p.add_argument("env_id", nargs="?", default=ENV_ID, help="a registered env id")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
@@ -281,11 +281,12 @@ def _print_info(info: dict[str, Any]) -> None:
     for name in ("policy_layout", "critic_layout"):
         if name in info:
             print(f"  {name}: " + ", ".join(f"{b}[{w}]" for b, w in info[name]))
+    print(f"  variants in use: {info['variants']}")
     if "tools" in info:
         per = ", ".join(f"{k} {v}" for k, v in info["tools"]["per_topology"].items())
         print(f"  tools: {info['tools']['total']} ({per})")
-    if "options" in info:
-        print(f"  options: {', '.join(info['options'])}")
+    print(f"  options: {', '.join(info['options'])}")
+    print(f"  randomization presets: {', '.join(info['presets']) or 'none'}")
     print("  backends: " + "; ".join(f"{k}: {v}" for k, v in info["backends"].items()))
 
 
@@ -304,9 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "list":
             for env_id in mjvec_env_ids():
-                spec = gym.registry[env_id]
-                print(f"{env_id}  gym.make_vec -> {_entry_name(spec.vector_entry_point)}; "
-                      f"gym.make -> {_entry_name(spec.entry_point)}")
+                print(task_line(env_id))
             return 0
         if args.command == "info":
             info = env_info(args.env_id, _parse_options(args.option, "info"))

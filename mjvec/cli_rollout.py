@@ -104,7 +104,7 @@ def rollout(args: argparse.Namespace) -> dict[str, Any]:
     from mjvec.envs.video import write_gif, write_png
 
     options = _parse_options(args.option, "rollout")
-    if args.env_id not in gym.registry:
+    if args.env_id not in mjvec_env_ids():
         raise ConfigError(f"{args.env_id!r} is not registered; mjvec ids are {mjvec_env_ids()}")
     for flag, path in (("--grid", args.grid), ("--gif", args.gif)):
         if path is not None:

@@ -41,8 +41,24 @@ def test_list():
     out = run_cli("list")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        f"{ENV_ID}  gym.make_vec -> mjvec.envs.registration:make_vec; gym.make -> mjvec.envs.registration:make_single"
+        "CubeRotate-v0  mjvec.envs.cube_rotate:CubeRotateEnv  presets: paper",
+        f"{ENV_ID}  mjvec.envs.simtoolreal:SimToolRealEnv  presets: paper",
     ]
+
+
+def test_info_and_rollout_of_cube_rotate():
+    out = run_cli("info", "CubeRotate-v0", "--json", "--option", "num_cubes=3")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["observation_space"]["shape"] == [95] and info["action_space"]["shape"] == [22]
+    assert info["variants"] == 3 and info["presets"] == ["paper"] and info["wrappers"] == []
+    assert "num_cubes" in info["options"] and "num_tools" not in info["options"]
+    assert info["control_dt"] == pytest.approx(0.05) and info["max_episode_steps"] == 400
+    out = run_cli("rollout", "--env-id", "CubeRotate-v0", "--num-envs", "2", "--steps", "12", "--json",
+                  "--option", "max_episode_steps=5")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["env_id"] == "CubeRotate-v0" and summary["episodes"] >= 2 and summary["obs_finite"]
 
 
 def test_info_json_matches_catalog_and_env():
@@ -59,6 +75,7 @@ def test_info_json_matches_catalog_and_env():
     assert info["wrappers"][0] == "RandomPushes"  # the paper's randomization is on by default
     assert set(info["backends"]) == set(BACKENDS) and info["backends"]["cpu"] == "available"
     assert "num_tools" in info["options"] and "randomization" in info["options"]
+    assert info["variants"] == 2 and info["presets"] == ["paper"]
 
 
 def test_info_text_and_errors(capsys, monkeypatch):

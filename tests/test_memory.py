@@ -60,9 +60,7 @@ def test_absurd_num_envs_are_refused_fast_without_allocating(num_envs, available
 GROWTH = """
 import json, sys
 import gymnasium as gym, mjvec, numpy as np
-from mjvec.envs.registration import SimToolRealOptions, estimate_memory
-from mjvec.assets.scene import default_catalog, scene_spec
-import functools
+from mjvec.envs.tasks import get_task
 
 def rss():
     for line in open("/proc/self/status"):
@@ -71,27 +69,27 @@ def rss():
 
 kwargs = {kwargs}
 n = {num_envs}
-opts = SimToolRealOptions(**kwargs)
-catalog = default_catalog()
-estimate = estimate_memory(n, opts, catalog, functools.partial(scene_spec, tool_geometry="primitive", catalog=catalog))
+task = get_task({env_id!r})
+estimate = task.estimate_memory(n, task.parse_options(kwargs))
 before = rss()
-env = gym.make_vec("SimToolReal-v0", num_envs=n, num_threads=1, **kwargs)
+env = gym.make_vec({env_id!r}, num_envs=n, num_threads=1, **kwargs)
 env.reset(seed=0)
 for _ in range(3):
-    env.step(np.zeros((n, 29), np.float32))
+    env.step(np.zeros(env.action_space.shape, np.float32))
 print(json.dumps({{"growth": rss() - before, "estimate": estimate.total_bytes}}))
 """
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RSS from /proc")
-@pytest.mark.parametrize("kwargs", [
-    {"num_tools": 1, "randomization": None},
-    {"num_tools": 600, "randomization": "paper"},
-    {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric"},
+@pytest.mark.parametrize(("env_id", "kwargs"), [
+    ("SimToolReal-v0", {"num_tools": 1, "randomization": None}),
+    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper"}),
+    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric"}),
+    ("CubeRotate-v0", {"randomization": "paper"}),
 ])
-def test_estimate_is_within_a_factor_two_of_the_measured_growth(kwargs):
+def test_estimate_is_within_a_factor_two_of_the_measured_growth(env_id, kwargs):
     """Per env: the growth between two sizes (fixed costs such as compiled tools cancel out)."""
-    small, large = (_run(GROWTH.format(kwargs=kwargs, num_envs=n), timeout=300) for n in (500, 6000))
+    small, large = (_run(GROWTH.format(env_id=env_id, kwargs=kwargs, num_envs=n), timeout=300) for n in (500, 6000))
     measured = large["growth"] - small["growth"]
     estimated = large["estimate"] - small["estimate"]
     assert 0.5 <= measured / estimated <= 2.0, (measured, estimated)

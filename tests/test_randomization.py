@@ -262,7 +262,7 @@ def test_term_argument_types_are_checked_at_construction(kwargs, match) -> None:
 @pytest.mark.parametrize(
     ("randomization", "match"),
     [
-        (5, r"randomization must be None, a preset name \(\{paper\}\) or a sequence of EventTerm; got int 5"),
+        (5, r"randomization must be None, one of the task's presets or a sequence of EventTerm; got int 5"),
         (EventTerm("gravity", 0, 1), r"got EventTerm .*wrap a single term in a list: randomization=\[term\]"),
         ({EventTerm("gravity", 0, 1)}, r"or a sequence of EventTerm; got set"),
         ([EventTerm("gravity", 0, 1), "paper"], r"entries \['1: str'\] are not EventTerm"),

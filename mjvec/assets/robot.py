@@ -28,6 +28,8 @@ Modelling choices (each is why something differs from a literal URDF port):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import mujoco
 import numpy as np
 
@@ -47,6 +49,7 @@ _HAND_ORDER = (
 HAND_JOINT_NAMES = tuple(f"left_{finger}_{joint}" for finger, joints in _HAND_ORDER for joint in joints)
 JOINT_NAMES = ARM_JOINT_NAMES + HAND_JOINT_NAMES
 ACTUATOR_NAMES = tuple(f"{name}_act" for name in JOINT_NAMES)
+HAND_ACTUATOR_NAMES = ACTUATOR_NAMES[len(ARM_JOINT_NAMES):]
 
 FINGERTIP_BODY_NAMES = tuple(f"left_{f}_DP" for f in ("index", "middle", "ring", "thumb", "pinky"))
 FINGERTIP_SITE_NAMES = tuple(f"left_{f}_fingertip" for f in ("index", "middle", "ring", "thumb", "pinky"))
@@ -200,7 +203,19 @@ def _hand(link7: mujoco.MjsBody) -> None:
     mount = Frame.urdf((0.0, 0.0, _FLANGE_Z), (0.0, 0.0, _MOUNT_YAW)) @ Frame.urdf(
         (0.0, 0.0, _MOUNT_Z), (0.0, 0.0, _HAND_YAW)
     )
-    palm = link7.add_body(name=HAND_BODY_NAME, pos=mount.pos.tolist(), quat=mount.quat.tolist())
+    add_hand(link7, mount.pos, mount.quat)
+
+
+def add_hand(parent: mujoco.MjsBody, pos: Sequence[float], quat: Sequence[float]) -> mujoco.MjsBody:
+    """Add the 22-DoF hand under `parent`: its palm body `HAND_BODY_NAME` at (pos, quat wxyz) in
+    `parent`'s frame, and every finger body below it; returns the palm body.
+
+    Palm frame: the fingers extend along +z, flex towards +x (the palm's inner face is the +x face of
+    its box), and the thumb sits on the -y side. The hand's 22 hinges come out in `HAND_JOINT_NAMES`
+    order. Collision bits, friction and gravity compensation are the robot's (module docstring).
+    Actuators are added separately (`add_hand_actuators`).
+    """
+    palm = parent.add_body(name=HAND_BODY_NAME, pos=[float(v) for v in pos], quat=[float(v) for v in quat])
     mass, com, full = PALM_INERTIAL
     palm.mass, palm.ipos, palm.fullinertia = mass, list(com), list(full)
     palm.explicitinertial = True
@@ -217,16 +232,24 @@ def _hand(link7: mujoco.MjsBody) -> None:
     bodies = {HAND_BODY_NAME: palm}
     for link in hand_links(HAND_BODY_NAME):
         bodies[link.name] = _hand_body(bodies[link.parent], link)
+    return palm
 
 
-def _actuators(spec: mujoco.MjSpec) -> None:
-    for i, joint in enumerate(JOINT_NAMES):
+def _actuators(spec: mujoco.MjSpec, joints: Sequence[str] = JOINT_NAMES) -> None:
+    for joint in joints:
+        i = JOINT_NAMES.index(joint)
         act = spec.add_actuator(name=ACTUATOR_NAMES[i], target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
         act.set_to_position(kp=float(JOINT_KP[i]), kv=float(JOINT_KD[i]))
         act.ctrlrange = [float(JOINT_LOWER[i]), float(JOINT_UPPER[i])]
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
         act.forcerange = [-float(JOINT_EFFORT[i]), float(JOINT_EFFORT[i])]
         act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+
+
+def add_hand_actuators(spec: mujoco.MjSpec) -> None:
+    """Add the hand's 22 position actuators (`HAND_ACTUATOR_NAMES`, actuator i drives hand joint i),
+    with the same gains, control ranges and force limits as in the full robot."""
+    _actuators(spec, HAND_JOINT_NAMES)
 
 
 def add_robot(spec: mujoco.MjSpec) -> None:

@@ -1,0 +1,130 @@
+"""The pure functions of CubeRotate-v0: action mapping, reward terms, termination, observation.
+
+Each takes and returns (N, ...) numpy arrays, has no state and no Python loop over envs, and uses
+only elementwise operations, reductions and `np.where`, so it ports to torch one call for one.
+Quaternions are MuJoCo's (w, x, y, z). Weights and thresholds come from `CubeRotateConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from mjvec.envs.cube_rotate_config import CubeRotateConfig
+
+NUM_HAND_JOINTS = 22
+NUM_FINGERTIPS = 5
+# The policy observation, in order: (block name, width). Joint positions are radians (so
+# ObservationNoise on "joint_pos" is in radians); positions are metres, in the world frame.
+POLICY_LAYOUT: tuple[tuple[str, int], ...] = (
+    ("joint_pos", NUM_HAND_JOINTS),
+    ("joint_vel", NUM_HAND_JOINTS),  # x CubeRotateConfig.joint_vel_obs_scale
+    ("targets", NUM_HAND_JOINTS),  # the current PD targets (rad)
+    ("cube_pos", 3),  # cube centre - palm centre
+    ("cube_quat", 4),  # wxyz, sign chosen so that w >= 0
+    ("cube_linvel", 3),
+    ("cube_angvel", 3),
+    ("fingertip_pos", 3 * NUM_FINGERTIPS),  # each fingertip - cube centre
+    ("cube_half_size", 1),
+)
+REWARD_TERMS = ("rotation", "action", "energy", "drop")
+
+
+def layout_size(layout: tuple[tuple[str, int], ...]) -> int:
+    return sum(width for _, width in layout)
+
+
+def joint_targets(actions: np.ndarray, previous: np.ndarray, default: np.ndarray, lower: np.ndarray,
+                  upper: np.ndarray, scale: float, ema: float) -> np.ndarray:
+    """(N, J) PD targets: the absolute target default + scale * a * (upper - lower) / 2, clipped to
+    [lower, upper], moved to by the fraction `ema` from the previous targets (1: no smoothing)."""
+    target = np.clip(default + scale * actions * (0.5 * (upper - lower)), lower, upper)
+    return ema * target + (1.0 - ema) * previous
+
+
+def quat_rotate(quat: np.ndarray, vec: np.ndarray) -> np.ndarray:
+    """(N, 3): each vec (N, 3) rotated by its unit quaternion (N, 4) wxyz: v + 2 w (u x v) + 2 u x (u x v)."""
+    w, u = quat[:, :1], quat[:, 1:]
+    t = 2.0 * np.cross(u, vec)
+    return vec + w * t + np.cross(u, t)
+
+
+def world_angular_velocity(quat: np.ndarray, local_angvel: np.ndarray) -> np.ndarray:
+    """(N, 3) angular velocity in the world frame from a free joint's (body-frame) qvel[3:6]."""
+    return quat_rotate(quat, local_angvel)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(N, 4) Hamilton products a * b of wxyz quaternions (N, 4)."""
+    aw, ax, ay, az = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+    bw, bx, by, bz = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=1)
+
+
+def rotation_vector(quat: np.ndarray) -> np.ndarray:
+    """(N, 3) axis * angle (rad, in [0, pi]) of unit wxyz quaternions (N, 4)."""
+    q = canonical_quat(quat)
+    sin_half = np.linalg.norm(q[:, 1:], axis=1)
+    angle = 2.0 * np.arctan2(sin_half, q[:, 0])
+    # angle / sin(angle / 2) -> 2 as the angle -> 0.
+    factor = np.where(sin_half > 1e-12, angle / np.maximum(sin_half, 1e-12), 2.0)
+    return q[:, 1:] * factor[:, None]
+
+
+def mean_angular_velocity(previous: np.ndarray, quat: np.ndarray, dt: float) -> np.ndarray:
+    """(N, 3) world-frame angular velocity that turns orientation `previous` into `quat` (wxyz) in
+    `dt` seconds: the rotation vector of quat * previous^-1, over dt (the step's mean velocity for a
+    turn below pi per step)."""
+    inverse = previous * np.array([1.0, -1.0, -1.0, -1.0])
+    return rotation_vector(quat_mul(quat, inverse)) / dt
+
+
+def canonical_quat(quat: np.ndarray) -> np.ndarray:
+    """(N, 4) the same rotations with w >= 0 (q and -q are one rotation; the policy sees one of them)."""
+    return np.where(quat[:, :1] < 0.0, -quat, quat)
+
+
+def rotation_term(angvel_z: np.ndarray, clip: float) -> np.ndarray:
+    """(N,) the cube's mean angular velocity about the world z axis over the step, clipped to
+    [-clip, clip] (rad/s)."""
+    return np.clip(angvel_z, -clip, clip)
+
+
+def action_term(actions: np.ndarray) -> np.ndarray:
+    """(N,) sum of squared actions."""
+    return np.einsum("ij,ij->i", actions, actions)
+
+
+def energy_term(torque: np.ndarray, joint_vel: np.ndarray) -> np.ndarray:
+    """(N,) mechanical power of the joint drives, sum_j |tau_j * qdot_j| (W)."""
+    return np.abs(torque * joint_vel).sum(axis=1)
+
+
+def dropped(cube_pos: np.ndarray, palm_pos: np.ndarray, drop_depth: float, max_xy_distance: float) -> np.ndarray:
+    """(N,) bool: the cube's centre is more than drop_depth below the palm centre, or farther than
+    max_xy_distance from it horizontally."""
+    rel = cube_pos - palm_pos
+    return (rel[:, 2] < -drop_depth) | (np.hypot(rel[:, 0], rel[:, 1]) > max_xy_distance)
+
+
+def reward_terms(rotation: np.ndarray, action: np.ndarray, energy: np.ndarray, drop: np.ndarray, *,
+                 control_dt: float, cfg: CubeRotateConfig) -> dict[str, np.ndarray]:
+    """The weighted reward terms (`REWARD_TERMS`) of one step; the reward is their sum.
+
+    rotation, action, energy: the unweighted terms above; drop: (N,) bool.
+    """
+    return {
+        "rotation": cfg.rotation_weight * control_dt * rotation,
+        "action": -cfg.action_weight * control_dt * action,
+        "energy": -cfg.energy_weight * control_dt * energy,
+        "drop": -cfg.drop_penalty * drop.astype(np.float64),
+    }
+
+
+def assemble(blocks: Mapping[str, np.ndarray], layout: tuple[tuple[str, int], ...], clip: float) -> np.ndarray:
+    """(N, width) float32: the named (N, ...) blocks concatenated in `layout` order, clamped to +-clip."""
+    n = next(iter(blocks.values())).shape[0]
+    out = np.concatenate([np.asarray(blocks[name], np.float64).reshape(n, width) for name, width in layout], axis=1)
+    return np.clip(out, -clip, clip).astype(np.float32)
