@@ -14,13 +14,15 @@ prints (and writes to --json) per-episode statistics averaged over the episodes:
 - ``length_mean`` (control steps) and ``return_mean``.
 
 A checkpoint of examples/ppo.py (``checkpoint.pt``) is rebuilt with that script's Agent; an SB3
-model uses the ``vecnormalize.pkl`` beside it when present. Both are pickles: load only trusted files.
+model uses the ``vecnormalize.pkl`` beside it when present; loading an SB3 model or that pickle runs code
+from the file: load only files you trust.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,7 +69,7 @@ def ppo_policy(path: Path) -> Callable[[np.ndarray], np.ndarray]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = torch.load(path, map_location="cpu", weights_only=True)
     args = module.Args(**{k: v for k, v in state["args"].items() if k in ("hidden", "norm_obs", "init_log_std")}
                        | {"hidden": tuple(state["args"]["hidden"])})
     weights = state["agent"]
@@ -83,15 +85,18 @@ def ppo_policy(path: Path) -> Callable[[np.ndarray], np.ndarray]:
     return act
 
 
-def sb3_policy(path: Path, env: gym.vector.VectorEnv) -> Callable[[np.ndarray], np.ndarray]:
+def sb3_policy(path: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic action of an SB3 PPO model, its observations normalized by the
+    `VecNormalize` statistics saved beside it (when present)."""
     from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from mjvec.envs.sb3 import SB3VecEnv
 
     model = PPO.load(path, device="cpu")
     stats = path.with_name("vecnormalize.pkl")
-    normalize = VecNormalize.load(str(stats), SB3VecEnv(env)) if stats.is_file() else None
+    normalize = None
+    if stats.is_file():
+        with stats.open("rb") as f:  # VecNormalize.save pickles itself without its env
+            normalize = pickle.load(f)
+        normalize.training = False
 
     def act(obs: np.ndarray) -> np.ndarray:
         if normalize is not None:
@@ -112,7 +117,7 @@ def evaluate(args: Args) -> dict[str, float]:
     elif args.checkpoint is None:
         raise SystemExit(f"--policy {args.policy} needs --checkpoint")
     else:
-        policy = ppo_policy(args.checkpoint) if args.policy == "ppo" else sb3_policy(args.checkpoint, env)
+        policy = ppo_policy(args.checkpoint) if args.policy == "ppo" else sb3_policy(args.checkpoint)
     obs, _ = env.reset(seed=args.seed)
     n = args.episodes
     running = np.ones(n, bool)

@@ -281,7 +281,7 @@ def _print_info(info: dict[str, Any]) -> None:
     for name in ("policy_layout", "critic_layout"):
         if name in info:
             print(f"  {name}: " + ", ".join(f"{b}[{w}]" for b, w in info[name]))
-    print(f"  variants in use: {info['variants']}")
+    print(f"  variants: {info['variants']} (the env with global id g holds variant g % {info['variants']})")
     if "tools" in info:
         per = ", ".join(f"{k} {v}" for k, v in info["tools"]["per_topology"].items())
         print(f"  tools: {info['tools']['total']} ({per})")

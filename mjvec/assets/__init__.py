@@ -3,6 +3,7 @@
 - `robot`: the iiwa14 + 22-DoF hand (`add_robot`) and its name/limit/gain constants.
 - `tools`: the seeded 600-tool catalog (`ToolCatalog`, `Tool`, `DISTRIBUTIONS`).
 - `scene`: `scene_spec(tool_id)` / `compile_scene(tool_id)`, one independently compilable scene per tool.
+- `cube`: CubeRotate-v0's scene (the hand alone, palm-up, one cube) and its seeded cube catalog.
 """
 
 from mjvec.assets.robot import (

@@ -6,12 +6,13 @@ The constants are `CubeRotateConfig`'s; the pure per-step functions are `cube_ro
 
 Per control step (20 Hz: five 100 Hz physics substeps by default): the 22-D action in [-1, 1]
 becomes ABSOLUTE PD targets around the rest pose (``default + action_scale * a * half range``,
-clipped to the joint range); the physics steps; the reward, the drop termination and the
-observation are computed. Absolute rather than relative targets: the policy's initial mean action
-(about 0) then holds the rest pose that cups the cube, so early episodes are long and a policy is a
-stationary map from state to pose; relative deltas integrate the exploration noise into a random
-walk of the targets that opens the hand and drops the cube before anything is learned (Playground
-uses absolute targets for this task too).
+clipped to the joint range, optionally smoothed by `CubeRotateConfig.action_ema`); the physics
+steps; the reward, the drop termination and the observation are computed. Absolute rather than
+relative targets: the policy's initial mean action (about 0) then holds the rest pose, whose
+fingertips rest on the cube, so early episodes are long and a policy is a stationary map from state
+to hand pose; relative deltas integrate the exploration noise into a random walk of the targets
+that opens the hand and drops the cube before anything is learned (Playground uses absolute
+targets for this task too). docs/cube_rotate.md states every rule.
 
 Cubes: env with global id g holds cube ``g % num_cubes`` of the seeded catalog (`CubeCatalog`): its
 size, mass and friction are fixed for the env's life, compiled into its own variant of the scene.
