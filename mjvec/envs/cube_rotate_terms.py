@@ -13,6 +13,9 @@ import numpy as np
 
 from mjvec.envs.cube_rotate_config import CubeRotateConfig
 
+# The shared quaternion and layout helpers (cube_rotate.py reaches them as ct.<name>).
+from mjvec.envs.task_math import layout_size, quat_mul, quat_rotate  # noqa: F401
+
 NUM_HAND_JOINTS = 22
 NUM_FINGERTIPS = 5
 # The policy observation, in order: (block name, width). Joint positions are radians (so
@@ -31,10 +34,6 @@ POLICY_LAYOUT: tuple[tuple[str, int], ...] = (
 REWARD_TERMS = ("rotation", "action", "energy", "drop")
 
 
-def layout_size(layout: tuple[tuple[str, int], ...]) -> int:
-    return sum(width for _, width in layout)
-
-
 def joint_targets(actions: np.ndarray, previous: np.ndarray, default: np.ndarray, lower: np.ndarray,
                   upper: np.ndarray, scale: float, ema: float) -> np.ndarray:
     """(N, J) PD targets: the absolute target default + scale * a * (upper - lower) / 2, clipped to
@@ -43,24 +42,9 @@ def joint_targets(actions: np.ndarray, previous: np.ndarray, default: np.ndarray
     return ema * target + (1.0 - ema) * previous
 
 
-def quat_rotate(quat: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """(N, 3): each vec (N, 3) rotated by its unit quaternion (N, 4) wxyz: v + 2 w (u x v) + 2 u x (u x v)."""
-    w, u = quat[:, :1], quat[:, 1:]
-    t = 2.0 * np.cross(u, vec)
-    return vec + w * t + np.cross(u, t)
-
-
 def world_angular_velocity(quat: np.ndarray, local_angvel: np.ndarray) -> np.ndarray:
     """(N, 3) angular velocity in the world frame from a free joint's (body-frame) qvel[3:6]."""
     return quat_rotate(quat, local_angvel)
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(N, 4) Hamilton products a * b of wxyz quaternions (N, 4)."""
-    aw, ax, ay, az = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-    bw, bx, by, bz = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=1)
 
 
 def rotation_vector(quat: np.ndarray) -> np.ndarray:
