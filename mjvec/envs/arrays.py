@@ -119,15 +119,7 @@ def check_device_actions(actions: Any, shape: tuple[int, int], low: Any, high: A
     """
     torch = sys.modules["torch"]
     if _is_torch_tensor(actions):
-        if not actions.dtype.is_floating_point:
-            raise ActionTypeError(
-                f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
-            )
-        if actions.device.type == "meta":
-            raise ActionTypeError(
-                "actions are a tensor on the meta device, which has shapes but no values; pass a tensor on "
-                f"{low.device}"
-            )
+        _check_tensor_kind(actions, f"{low.device}")
         tensor = actions.detach()
     elif isinstance(actions, (np.ndarray, list, tuple)):
         array = check_host_dtype_and_shape(actions, shape)
@@ -169,17 +161,21 @@ def check_host_dtype_and_shape(actions: Any, shape: tuple[int, int]) -> np.ndarr
     return array
 
 
-def _tensor_to_numpy(actions: Any) -> np.ndarray:
-    """A host numpy copy of a floating-point action tensor; bfloat16/float16 are widened to float32."""
+def _check_tensor_kind(actions: Any, where: str) -> None:
+    """A floating-point tensor with values (not on the meta device), or ActionTypeError."""
     if not actions.dtype.is_floating_point:
         raise ActionTypeError(
             f"actions must be a floating-point tensor, got dtype {actions.dtype}; cast with .float()"
         )
     if actions.device.type == "meta":
         raise ActionTypeError(
-            "actions are a tensor on the meta device, which has shapes but no values; pass a tensor on "
-            "'cpu' or a CUDA device"
+            f"actions are a tensor on the meta device, which has shapes but no values; pass a tensor on {where}"
         )
+
+
+def _tensor_to_numpy(actions: Any) -> np.ndarray:
+    """A host numpy copy of a floating-point action tensor; bfloat16/float16 are widened to float32."""
+    _check_tensor_kind(actions, "'cpu' or a CUDA device")
     tensor = actions.detach().to("cpu")
     if tensor.dtype.itemsize < 4:  # numpy has no bfloat16; float32 holds every bfloat16/float16 value exactly
         tensor = tensor.float()

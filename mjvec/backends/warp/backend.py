@@ -382,12 +382,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
             ids = torch.as_tensor(ids, device=view.device)
         if rows is not None:
             rows = torch.as_tensor(rows, device=view.device)
-        if rows is None:
-            view[ids] = values
-        elif isinstance(ids, slice):
-            view[:, rows] = values
-        else:
-            view[ids[:, None], rows[None, :]] = values
+        super()._assign_input(view, ids, rows, values)
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
         self._check_open()
