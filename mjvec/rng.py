@@ -168,7 +168,7 @@ class EnvRandom:
         if counters is None:
             counters = self._counters[stream] = self._zeros()
         if self._host:
-            ids = rows.ids if rows.ids is not None else rows.host_ids()
+            ids = rows.host_ids()
             start = counters[ids]
             counters[ids] = start + np.uint64(count)
             with np.errstate(over="ignore"):

@@ -24,7 +24,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-__all__ = ["Rows", "is_numpy", "namespace", "namespace_of", "to_host"]
+__all__ = ["Rows", "copy_array", "is_numpy", "namespace_of", "to_host"]
 
 
 def namespace_of(*arrays: Any) -> Any:
@@ -34,20 +34,14 @@ def namespace_of(*arrays: Any) -> Any:
     return array_api_compat.array_namespace(*arrays)
 
 
-def namespace(name: str) -> Any:
-    """The array namespace called `name` ("numpy" or "torch")."""
-    if name == "numpy":
-        return np
-    if name == "torch":
-        import array_api_compat.torch as xp
-
-        return xp
-    raise ValueError(f"array namespace {name!r} is not one of {{numpy, torch}}")
-
-
 def is_numpy(xp: Any) -> bool:
     """Whether `xp` (a namespace) is numpy's: host arrays, where selections are id lists."""
     return xp is np or array_api_compat.is_numpy_namespace(xp)
+
+
+def copy_array(value: Any) -> Any:
+    """A copy of `value` in its own namespace and on its own device (numpy copy or torch clone)."""
+    return value.copy() if isinstance(value, np.ndarray) else value.clone()
 
 
 def to_host(value: Any) -> np.ndarray:
@@ -173,7 +167,7 @@ class Rows:
 
     def host_ids(self) -> np.ndarray:
         """The selected ids on the host. On a device this copies the mask back: a synchronisation,
-        for host-only consumers (model-field writes), never in a step's device path."""
+        for host-only consumers only (model-field writes, which say so)."""
         if self.ids is not None:
             return self.ids
         return np.flatnonzero(to_host(self._mask)).astype(np.int64)

@@ -181,7 +181,8 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
         self._needs_reset = self.zeros((), self.xp.bool)
         self._all_rows = Rows.all(self.num_envs, self._like)
-        self._no_rows = Rows.of_mask(self._needs_reset) if not self._host else Rows.of_ids([], self.num_envs)
+        # Its own all-False mask on a device (never aliased to a buffer that gets written).
+        self._no_rows = Rows.of_mask(self.zeros((), self.xp.bool)) if not self._host else Rows.of_ids([], self.num_envs)
         self._has_reset = False
         self._checked_obs = False
         self._checked_info = False
