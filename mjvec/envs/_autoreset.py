@@ -24,6 +24,7 @@ from gymnasium.vector import AutoresetMode
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, allowed
 from mjvec.xp import Rows, namespace_of
+from mjvec.xp import copy_array as _copy
 
 RESET_OPTION_KEYS = ("reset_mask",)
 # Keys the base writes into step infos; a task's info must not use them.
@@ -131,10 +132,6 @@ def masked_info(info: Mapping[str, Any], mask: Any, out: dict[str, Any] | None =
         out[key] = masked_info(value, mask) if isinstance(value, Mapping) else value
         out[f"_{key}"] = _copy(mask)
     return out
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value.clone()
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -57,6 +57,7 @@ from mjvec.envs.simtoolreal_obs import SimToolRealObservations, observation_spac
 from mjvec.envs.task_math import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.errors import ConfigError, allowed
 from mjvec.xp import Rows
+from mjvec.xp import copy_array as _copy
 
 __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "SimToolRealEnv"]
 
@@ -420,10 +421,6 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
             ipos = self.backend.field_values("body_ipos")[:, self.object_body_id]
             self._obj_com[...] = self.asarray(ipos, self._float)
             self._com_version = version
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value.clone()
 
 
 def _read_only(value: Any) -> Any:

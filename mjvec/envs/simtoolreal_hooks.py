@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mjvec.assets.tools import source_env0_tool
+from mjvec.xp import copy_array
 
 
 class SimToolRealHooks:
@@ -74,8 +75,8 @@ class SimToolRealHooks:
     def goal_segment_steps(self) -> Any:
         """(N,) int: control steps since the current goal segment began (the reset or the last
         success); 0 after a reset and in the step that reached a goal (the source's progress)."""
-        return self.progress.copy() if isinstance(self.progress, np.ndarray) else self.progress.clone()
+        return copy_array(self.progress)
 
     def push_allowed(self) -> Any:
         """(N,) bool: a push may start where the object is lifted."""
-        return self.lifted.copy() if isinstance(self.lifted, np.ndarray) else self.lifted.clone()
+        return copy_array(self.lifted)

@@ -37,6 +37,7 @@ from mjvec.randomization.hooks import (
     require_hooks,
 )
 from mjvec.xp import Rows, namespace_of
+from mjvec.xp import copy_array as _copy
 
 
 def _check_delay(who: str, max_delay: object) -> None:
@@ -66,10 +67,6 @@ def _with_policy(obs: Any, policy: Any) -> Any:
     if isinstance(obs, Mapping):
         return {**obs, "policy": policy}
     return policy
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value.clone()
 
 
 class _ResetMarks:
