@@ -142,7 +142,7 @@ class GroupRuntime:
         """Load every kernel once, eagerly (a capture must not compile); leaves the state as it was."""
         self._step_body(1)
         warp_to_torch(self.device)
-        self.restore_backup(np.arange(self.group.nworld))
+        self.restore_where(torch.ones(self.group.nworld, dtype=torch.bool, device=self.tensor("qpos").device))
         wp.to_torch(self.mask).zero_()
         torch_to_warp(self.device)
         self.group.d.overflow.zero_()
@@ -164,17 +164,9 @@ class GroupRuntime:
 
     def launch_reset(self, rows: np.ndarray) -> None:
         """mj_resetData for the group's worlds `rows` (others untouched), no forward."""
-        mask = wp.to_torch(self.mask)
-        mask.zero_()
+        mask = torch.zeros(self.group.nworld, dtype=torch.bool, device=self.tensor("qpos").device)
         mask[self.rows(rows)] = True
-        torch_to_warp(self.device)
-        self._launch("reset", self._reset_body)
-
-    def restore_backup(self, rows: np.ndarray) -> None:
-        """Put worlds `rows` back to their state before the last step (derived fields stay stale)."""
-        index = self.rows(rows)
-        for name, array in self.backup.items():
-            self.tensor(name)[index] = wp.to_torch(array)[index]
+        self.launch_reset_where(mask)
 
     def failed(self) -> Any:
         """(nworld,) bool on the device: worlds whose last step diverged or overflowed a buffer."""
