@@ -1,9 +1,8 @@
-"""Primitive geom bounds and BVH boxes, for per-env geom size / position writes (both backends).
+"""Primitive geom bounds, for per-world geom size writes on the Warp backend.
 
-MuJoCo's compiler derives `geom_rbound` and `geom_aabb` from `geom_size`, and each body's
-collision BVH (`bvh_aabb`, in the body's inertial frame) from its geoms' boxes and poses. A
-backend that lets a geom's size or pose change per env recomputes them with these formulas, or
-broadphase and midphase would cull contacts against stale bounds.
+MuJoCo's compiler derives `geom_rbound` and `geom_aabb` from `geom_size`. mujoco_warp culls contact
+pairs with them (its own set_const recomputes them in float32), so the Warp backend refreshes them
+with these formulas, in float64, after a size write. (The CPU backend runs mj_setConst itself.)
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import numpy as np
 G = mujoco.mjtGeom
 PRIMITIVES = {int(G.mjGEOM_SPHERE), int(G.mjGEOM_CAPSULE), int(G.mjGEOM_ELLIPSOID), int(G.mjGEOM_CYLINDER),
               int(G.mjGEOM_BOX)}
-_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], np.float64)
 
 
 def primitive_bounds(geom_type: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -35,22 +33,3 @@ def primitive_bounds(geom_type: np.ndarray, size: np.ndarray) -> tuple[np.ndarra
     )
     aabb = np.concatenate([np.zeros_like(half), half], axis=-1)
     return rbound, aabb
-
-
-def _quat_mat(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
-
-
-def box_in_inertial_frame(aabb: np.ndarray, pos: np.ndarray, quat: np.ndarray, ipos: np.ndarray,
-                          iquat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, hi) (K, 3) of a geom's aabb (K, 6) placed at pos/quat (K, 3)/(K, 4) in its body,
-    expressed in the body's inertial frame ipos/iquat (K, 3)/(K, 4): the frame of `bvh_aabb`."""
-    corners = aabb[:, None, :3] + _SIGNS[None] * aabb[:, None, 3:]  # (K, 8, 3) geom frame
-    in_body = pos[:, None] + np.einsum("kij,knj->kni", _quat_mat(quat), corners)
-    in_inertial = np.einsum("kji,knj->kni", _quat_mat(iquat), in_body - ipos[:, None])
-    return in_inertial.min(axis=1), in_inertial.max(axis=1)

@@ -35,8 +35,9 @@ from mjvec.backends.base import (
     frozen_mapping,
 )
 from mjvec.backends.checks import validate_env_ids
-from mjvec.backends.cpu.geometry import GEOMETRY_TRIGGERS, GeometryWrites
-from mjvec.backends.variants import Routing, canonical_model, field_value, plan_groups
+from mjvec.backends.cpu.geometry import GeometryWrites
+from mjvec.backends.cpu.setconst import PerEnvSetConst, batch_rows, exact_batch_set_const
+from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -97,9 +98,13 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._groups = plan_groups(scene, PER_ENV_FIELDS, progress=progress)
         self._routing = Routing(self._groups, scene.num_envs)
         self._batches = [mjb.Batch(g.template, g.num_envs, min(threads, g.num_envs)) for g in self._groups]
+        # Per group: None where Batch.set_const is exact, else the per-env recompute (see setconst.py).
+        self._per_env_set_const: list[PerEnvSetConst | None] = []
         for group, batch in zip(self._groups, self._batches, strict=True):
             for name, rows in group.fields.items():
                 batch.expand(name)[...] = rows[group.rows]
+            exact = exact_batch_set_const(group, threads)
+            self._per_env_set_const.append(None if exact else PerEnvSetConst(batch, group.env_ids))
             group.fields = {}  # the Batch holds every env's rows now; the per-variant copy is spare
         self._model = canonical_model(self._groups)
         self._timestep = float(self._model.opt.timestep)
@@ -145,12 +150,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
     # ---- model fields ---------------------------------------------------------------------
     def _rows(self, g: int, name: str) -> np.ndarray:
         """Group g's current per-sim values of `name`, without expanding it (read only)."""
-        batch = self._batches[g]
-        values = batch.expanded(name)
-        if values is None:
-            template = field_value(batch.model, name)
-            values = np.broadcast_to(template, (batch.nsim, *template.shape))
-        return values
+        return batch_rows(self._batches[g], name)
 
     def _writable_rows(self, g: int, name: str) -> np.ndarray:
         """Group g's live per-sim rows of `name`, expanding it on first use (writes only: an expanded
@@ -193,7 +193,6 @@ class CpuBackend(GeometryWrites, SceneBackend):
         checked = self._validated(writes)
         self._count_writes(writes)
         touched = np.zeros(self.num_envs, bool)
-        moved: list[tuple[str, int, np.ndarray, np.ndarray]] = []
         for write, ids, values in checked:
             for g, pos, rows in self._routing.split(ids):
                 index, vals = self._local_index(g, write.field, write.index, values[pos])
@@ -202,16 +201,17 @@ class CpuBackend(GeometryWrites, SceneBackend):
                     target[rows] = vals
                 elif index.size:
                     target[rows[:, None], index[None, :]] = vals
-                if write.field in GEOMETRY_TRIGGERS:
-                    moved.append((write.field, g, rows, np.arange(target.shape[1]) if index is None else index))
             touched[ids] = True
-        if moved:
-            self._refresh_geometry(moved)
         level = combine_levels(self._capabilities.fields[w.field].recompute for w, _, _ in checked)
         if level != RecomputeLevel.NONE and touched.any():
-            # mj_setConst is the recompute mujoco.batch offers; it covers both levels at once.
+            # mj_setConst is the recompute mujoco.batch offers; it covers both levels at once, and
+            # with them the geometry a write moves (bounds, body BVHs, geom_sameframe).
             for g, _, rows in self._routing.split(np.flatnonzero(touched)):
-                self._batches[g].set_const(rows)
+                per_env = self._per_env_set_const[g]
+                if per_env is None:
+                    self._batches[g].set_const(rows)
+                else:
+                    per_env(rows)
 
     def _local_index(self, g: int, field: str, index: np.ndarray | None, vals: np.ndarray) -> tuple:
         """Canonical geom slots -> group g's geom ids; a slot absent there has no effect."""
