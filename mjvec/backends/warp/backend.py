@@ -17,7 +17,9 @@ tolerance (tests/test_backend_warp.py and tests/test_warp_engine.py state the me
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,10 +34,8 @@ from mjvec.backends.base import (
     IDENTITY_FIELDS,
     Capabilities,
     FieldWrite,
-    RecomputeLevel,
     Scene,
     SceneBackend,
-    combine_levels,
     frozen_mapping,
 )
 from mjvec.backends.checks import validate_env_ids
@@ -106,6 +106,8 @@ class WarpBackend(GeometryWrites, SceneBackend):
             self._runtimes = [GroupRuntime(grp, self._wp_device, use_graph) for grp in self._groups]
         self._views = StateViews(self._groups, self._runtimes, self._model, scene.num_envs, self._wp_device)
         specs = F.field_specs(self._model, np.float32)
+        # What of mujoco_warp's set_const each field's writes need (geometry: the backend's own refresh).
+        self._recompute_groups = B.recompute_groups(self._model)
         self._capabilities = Capabilities(
             backend="warp", fields=frozen_mapping(specs), array_namespace="torch", device=self._device,
             exact_variants=False,
@@ -242,8 +244,8 @@ class WarpBackend(GeometryWrites, SceneBackend):
                 touched[g][rows] = True
         if moved:
             self._refresh_geometry(moved)
-        level = combine_levels(self._capabilities.fields[w.field].recompute for w, _, _ in checked)
-        if level == RecomputeLevel.NONE:
+        groups = functools.reduce(operator.or_, (self._recompute_groups[w.field] for w, _, _ in checked), 0)
+        if not groups:
             return
         self._views.torch_to_warp()
         # set_const recomputes kinematics of whole groups; what the envs see stays as it was.
@@ -252,7 +254,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
         with wp.ScopedDevice(self._wp_device), self._views.outputs_kept(keep):
             for rt, rows_touched in zip(self._runtimes, touched, strict=True):
                 if rows_touched.any():
-                    rt.recompute(level, rows_touched)
+                    rt.recompute(groups, rows_touched)
 
     def _local_index(self, g: int, field: str, index: np.ndarray | None, vals: np.ndarray) -> tuple:
         """Canonical geom slots -> group g's geom ids; a slot absent there has no effect."""

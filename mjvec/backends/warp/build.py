@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from mujoco_warp._src import types as mjw_types
 from mujoco_warp._src.io import _default_nconmax, _default_njmax_nnz
 
 from mjvec.backends import fields as F
+from mjvec.backends.base import RecomputeLevel
 from mjvec.backends.variants import VariantGroup, model_arrays, option_fields
 from mjvec.errors import ConfigError, allowed
 
@@ -99,6 +101,40 @@ SET_CONST_OUTPUTS = {
     mjw.SetConstGroup.INERT0: ("dof_invweight0", "body_invweight0", "tendon_invweight0", "actuator_acc0"),
 }
 GEOM_BOUNDS = ("geom_aabb", "geom_rbound", "geom_size")
+ALL_SET_CONST_GROUPS = int(mjw.SetConstGroup.FIXED | mjw.SetConstGroup.KIN0 | mjw.SetConstGroup.INERT0)
+
+
+def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
+    """Per writable field, the SetConstGroup bits of mujoco_warp's set_const that a write of it needs.
+
+    A field's `RecomputeLevel` (MuJoCo's table, `fields.recompute_level`) names every constant
+    mj_setConst derives from it, mujoco_warp's included or not (BVHs, dof_length, geom_sameframe:
+    mujoco_warp holds none it reads here). Which of the constants mujoco_warp holds
+    (`SET_CONST_OUTPUTS`) a field really moves is found on `model`: the field perturbed, plain
+    mj_setConst, the held outputs compared. Geom bounds are not among them: the backend refreshes
+    them itself (geometry.GeometryWrites), in float64 with the compiler's formulas, so a geometry
+    write costs no float32 set_const that would nudge every other constant of the world.
+    """
+    outputs = {name: bit for bit, names in SET_CONST_OUTPUTS.items() for name in names}
+    reference = {name: np.array(getattr(model, name)) for name in outputs}
+    groups = dict.fromkeys(F.OPTION_FIELDS, 0)  # mj_setConst reads no option (fields.OPTION_FIELDS)
+    for name in F.WRITABLE_FIELDS:
+        if F.recompute_level(name) == RecomputeLevel.NONE:
+            groups[name] = 0
+            continue
+        probe = copy.copy(model)
+        value = getattr(probe, name)
+        # Every entry a write may change moves (a "simple" body's COM is refused, see GeometryWrites).
+        movable = (probe.body_simple == 0) if name == "body_ipos" else np.ones(len(value), bool)
+        value[movable] = value[movable] * 1.1 + 0.01
+        try:
+            mujoco.mj_setConst(probe, mujoco.MjData(probe))
+        except mujoco.FatalError:  # a perturbation this model refuses: recompute everything it could touch
+            groups[name] = ALL_SET_CONST_GROUPS
+            continue
+        groups[name] = functools.reduce(operator.or_, (int(bit) for out, bit in outputs.items()
+                                                       if not np.array_equal(getattr(probe, out), reference[out])), 0)
+    return groups
 # Geometry the backend keeps per world for broadphase and for geometry writes.
 GEOMETRY_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aabb")
 
@@ -151,7 +187,8 @@ def actuator_flags(model: mujoco.MjModel, gainprm: np.ndarray, biasprm: np.ndarr
     trn, trnid = model.actuator_trntype[None], model.actuator_trnid
     ball = np.isin(trn, [Trn.mjTRN_JOINT, Trn.mjTRN_JOINTINPARENT]) & (
         model.jnt_type[np.maximum(trnid[:, 0], 0)] == mujoco.mjtJoint.mjJNT_BALL)[None]
-    ball &= (gear[..., :3] != 0).any(-1)
+    # Not in place: `ball` is (1, nu) and broadcasts against the (K, nu) rows of K worlds.
+    ball = ball & (gear[..., :3] != 0).any(-1)
     site = (trn == Trn.mjTRN_SITE) & (trnid[None, :, 1] >= 0) & (gear[..., :3] == 0).all(-1)
     site &= (gear[..., 3:6] != 0).any(-1)
     dyn = np.isin(model.actuator_dyntype, [Dyn.mjDYN_INTEGRATOR, Dyn.mjDYN_FILTER, Dyn.mjDYN_FILTEREXACT])[None]

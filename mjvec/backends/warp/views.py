@@ -17,7 +17,6 @@ import torch
 import warp as wp
 from mujoco_warp._src import types as mjw_types
 
-from mjvec.backends.base import RecomputeLevel
 from mjvec.backends.warp import build as B
 from mjvec.backends.warp.build import torch_to_warp, warp_to_torch
 from mjvec.errors import ConfigError
@@ -66,16 +65,6 @@ def _check_worlds(
     if (overflow[w] & buffers) != 0:
         flag = flag | 2
     bad_out[w] = flag
-
-
-def set_const_groups(level: RecomputeLevel) -> int:
-    """mujoco_warp's SetConstGroup bits for a recompute level."""
-    groups = 0
-    if RecomputeLevel.SET_CONST_FIXED in level:
-        groups |= mjw.SetConstGroup.FIXED
-    if RecomputeLevel.SET_CONST_0 in level:
-        groups |= mjw.SetConstGroup.KIN0 | mjw.SetConstGroup.INERT0
-    return int(groups)
 
 
 def _derived_names(groups: int) -> list[str]:
@@ -147,7 +136,7 @@ class GroupRuntime:
         torch_to_warp(self.device)
         self.group.d.overflow.zero_()
         self._reset_body()  # no world selected: loads the masked-reset kernels, changes nothing
-        self.recompute(RecomputeLevel.SET_CONST, np.zeros(self.group.nworld, bool), eager=True)  # keeps all rows
+        self.recompute(B.ALL_SET_CONST_GROUPS, np.zeros(self.group.nworld, bool), eager=True)  # keeps all rows
         self._forward_body()
         self._kinematics_body()
         warp_to_torch(self.device)
@@ -204,15 +193,15 @@ class GroupRuntime:
     def _set_const_body(self, groups: int) -> None:
         mjw.set_const(self.group.m, self.group.d, groups=groups)
 
-    def recompute(self, level: RecomputeLevel, touched: np.ndarray, *, eager: bool = False) -> None:
-        """Run mujoco_warp's set_const at `level` and keep the derived rows of untouched worlds.
+    def recompute(self, groups: int, touched: np.ndarray, *, eager: bool = False) -> None:
+        """Run mujoco_warp's set_const for `groups` (SetConstGroup bits) and keep the derived rows of
+        untouched worlds.
 
         mujoco_warp recomputes every world of the group (a captured graph: hundreds of launches);
         the untouched worlds get their previous rows back, so a write never nudges another env's
         constants. Geom bounds, which set_const's FIXED group recomputes in float32 (and differently
         from the compiler for planes), are put back in every world: the backend keeps them itself.
         """
-        groups = set_const_groups(level)
         views = {name: B.model_view(self.group, name) for name in _derived_names(groups)}
         saved = {name: view.clone() for name, view in views.items()}
         bounds = {name: B.model_view(self.group, name) for name in B.GEOM_BOUNDS}
