@@ -6,7 +6,7 @@ seed and random actions) and take turns running blocks of steps: before, after, 
 Each block reports its wall time and the time inside the backend's `step` (the physics), so the
 script prints the end-to-end ratio and the ratio of the task layer (everything but the physics).
 
-    python -m benchmarks.before_after --before 187938a --after HEAD [--num-envs 64 1024] [--threads 1 2]
+    python -m benchmarks.before_after --before 187938a --after HEAD [--num-envs 64 1024] [--threads 1 2] [--stress]
 """
 
 from __future__ import annotations
@@ -29,8 +29,16 @@ WORKER = """
 import sys, time
 import numpy as np, gymnasium as gym
 import mjvec
-n, threads, steps = (int(a) for a in sys.argv[1:4])
-env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_threads=threads, randomization="paper")
+n, threads, steps, stress = (int(a) for a in sys.argv[1:5])
+if stress:  # benchmarks.randomization's stress case: model-field terms at every reset of short episodes
+    from mjvec.randomization import DomainRandomization, EventTerm
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_threads=threads, randomization="paper", max_episode_steps=60)
+    env = DomainRandomization(env, [EventTerm("body_mass", 0.8, 1.2, targets=("object",)),
+                                    EventTerm("geom_friction", 0.8, 1.2, targets=("object_.*",)),
+                                    EventTerm("dof_damping", 0.8, 1.2, targets=("iiwa14_joint_.*",)),
+                                    EventTerm("actuator_kp", 0.8, 1.2, targets=(".*_act",))])
+else:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_threads=threads, randomization="paper")
 backend = env.unwrapped.backend
 inner, spent = backend.step, [0.0]
 def timed_step(nstep=1):
@@ -62,9 +70,9 @@ for line in sys.stdin:
 class Worker:
     """One process running one ref's env; `block()` -> (wall s, physics s) of `steps` steps."""
 
-    def __init__(self, src: Path, num_envs: int, threads: int, steps: int) -> None:
+    def __init__(self, src: Path, num_envs: int, threads: int, steps: int, stress: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(num_envs), str(threads), str(steps)], cwd=src,
+            [sys.executable, "-c", WORKER, str(num_envs), str(threads), str(steps), str(int(stress))], cwd=src,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         if self._read() != "ready":
@@ -98,10 +106,11 @@ def extract(ref: str, root: Path) -> Path:
     return dest
 
 
-def compare(srcs: dict[str, Path], num_envs: int, threads: int, repeats: int) -> dict[str, tuple[float, float]]:
+def compare(srcs: dict[str, Path], num_envs: int, threads: int, repeats: int,
+            stress: bool = False) -> dict[str, tuple[float, float]]:
     """Median (env-steps/s, task-layer seconds per step) of each ref, blocks interleaved."""
     steps = max(4, 2048 // num_envs)
-    workers = {name: Worker(src, num_envs, threads, steps) for name, src in srcs.items()}
+    workers = {name: Worker(src, num_envs, threads, steps, stress) for name, src in srcs.items()}
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in workers}
     try:
         for _ in tqdm(range(repeats), desc=f"{num_envs} envs x {threads} thr", leave=False):
@@ -123,6 +132,9 @@ def main() -> None:
     p.add_argument("--num-envs", type=int, nargs="+", default=[64, 1024])
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--stress", action="store_true",
+                   help="benchmarks.randomization's stress case: the paper preset plus mass, friction, damping "
+                        "and gain terms at every reset of 60-step episodes (model writes and their recompute)")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,7 +142,7 @@ def main() -> None:
         print(f"before = {args.before} ({srcs['before'].name}), after = {args.after} ({srcs['after'].name})")
         for n in args.num_envs:
             for threads in args.threads:
-                r = compare(srcs, n, threads, args.repeats)
+                r = compare(srcs, n, threads, args.repeats, args.stress)
                 (b_rate, b_task), (a_rate, a_task) = r["before"], r["after"]
                 print(f"num_envs={n:5d} threads={threads}: env-steps/s before {b_rate:9,.0f} after {a_rate:9,.0f} "
                       f"(after/before {a_rate / b_rate:.3f}) | task layer ms/step before {b_task * 1e3:7.2f} "
