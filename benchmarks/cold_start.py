@@ -40,10 +40,9 @@ def worker(kind: str, num_envs: int) -> dict:
     """Run one case in this process; return seconds and RSS growth (MiB)."""
     import mujoco
 
-    from mjvec.assets import scene_spec
-    from mjvec.assets.scene import default_catalog
     from mjvec.backends.base import Scene
     from mjvec.backends.cpu import CpuBackend
+    from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
     catalog = default_catalog()
     scene_spec(0, catalog=catalog).compile()  # import-time caches out of the measurement

@@ -16,7 +16,8 @@ import mujoco
 import numpy as np
 
 from benchmarks._timing import interleaved_rates
-from mjvec.assets import HOME_KEYFRAME, OBJECT_JOINT_NAME, TABLE_TOP_Z, TOOL_GEOMETRIES, scene_spec
+from mjvec.assets import TOOL_GEOMETRIES
+from mjvec.tasks.simtoolreal.scene import HOME_KEYFRAME, OBJECT_JOINT_NAME, TABLE_TOP_Z, scene_spec
 
 
 def _compile_times(geometry: str, tool_ids: range) -> tuple[float, float]:

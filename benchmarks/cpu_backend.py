@@ -29,7 +29,7 @@ def _make_variant(scene: str):
         from tests.scenes import make_scene
 
         return make_scene
-    from mjvec.assets import scene_spec
+    from mjvec.tasks.simtoolreal.scene import scene_spec
 
     return lambda v: scene_spec(v)
 

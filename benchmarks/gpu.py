@@ -34,8 +34,8 @@ from benchmarks._timing import interleaved_rates
 
 
 def _scene(tools: int, num_envs: int) -> Any:
-    from mjvec.assets import scene_spec
     from mjvec.backends.base import Scene
+    from mjvec.tasks.simtoolreal.scene import scene_spec
 
     return Scene(tools, lambda v: scene_spec(v), num_envs, name="simtoolreal")
 
@@ -79,7 +79,7 @@ def _make_env(num_envs: int, tools: int, device: str, task_namespace: str | None
 def _bench_one(num_envs: int, args: argparse.Namespace) -> None:
     import torch
 
-    from mjvec.envs.config import SimToolRealConfig
+    from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
     frame_skip = SimToolRealConfig().frame_skip
     t0 = time.perf_counter()

@@ -16,11 +16,12 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from mjvec.assets.scene import default_catalog, scene_spec
 from mjvec.backends.base import Capabilities, FieldWrite, Scene, SceneBackend, check_input_write
-from mjvec.envs.simtoolreal import SimToolRealEnv
 from mjvec.envs.single import SingleEnv
 from mjvec.randomization import apply_randomization
+from mjvec.tasks.simtoolreal.env import SimToolRealEnv
+from mjvec.tasks.simtoolreal.presets import paper
+from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 _INPUTS = ("ctrl", "xfrc_applied", "mocap_pos", "mocap_quat")
 
@@ -129,7 +130,7 @@ def make_plain_vec(num_envs: int, env_id_offset: int = 0, randomization: str | N
     make = functools.partial(scene_spec, catalog=catalog)
     scene = Scene(num_tools, make, num_envs, env_id_offset=env_id_offset)
     env = SimToolRealEnv(PlainBackend(scene), catalog=catalog, autoreset_mode="disabled")
-    return apply_randomization(env, randomization)
+    return apply_randomization(env, randomization, presets={"paper": paper})
 
 
 def make_plain_env(global_id: int, randomization: str | None = "paper") -> gym.Env:

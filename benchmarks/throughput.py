@@ -35,8 +35,8 @@ import mjvec
 from benchmarks._replay import StepRecorder, replay_seconds
 from benchmarks._timing import interleaved_rates
 from benchmarks.plain_backend import make_plain_env
-from mjvec.assets.scene import default_catalog, scene_spec
 from mjvec.randomization import DomainRandomization
+from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 SUBSTEPS = 2
 SAMPLE = 128

@@ -35,7 +35,7 @@ import torch
 import tyro
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.envs.video import write_gif
+from mjvec.integrations.video import write_gif
 
 ENV_ID = "CubeRotate-v0"
 

@@ -60,7 +60,7 @@ from torch import nn
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.envs.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
 # The reward scale each task trains with when --reward-scale is not given (else 1): SimToolReal's
 # rewards are in the hundreds, as in the source, which trains with 0.01.

@@ -1,4 +1,4 @@
-"""PPO (Stable-Baselines3) on any mjvec task (SimToolReal-v0 by default) through `mjvec.envs.sb3.SB3VecEnv`.
+"""PPO (Stable-Baselines3) on any mjvec task (SimToolReal-v0 by default) through `mjvec.integrations.sb3.SB3VecEnv`.
 
     python examples/train_sb3.py --num-envs 64 --total-timesteps 2000000
     python examples/train_sb3.py --env-id CubeRotate-v0 --randomization none
@@ -44,8 +44,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import TqdmExperimentalWarning, tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.envs.sb3 import SB3VecEnv
-from mjvec.envs.video import write_gif
+from mjvec.integrations.sb3 import SB3VecEnv
+from mjvec.integrations.video import write_gif
 
 log = logging.getLogger("train_sb3")
 CSV_FIELDS = ("iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "success_rate",

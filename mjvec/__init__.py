@@ -6,8 +6,7 @@
 `mjvec.envs.tasks.register_task`.
 """
 
-from mjvec.envs import cube_rotate_registration, registration
-from mjvec.envs.registration import ENV_ID
+from mjvec import _moved
 from mjvec.errors import (
     ActionError,
     CapabilityError,
@@ -21,9 +20,15 @@ from mjvec.errors import (
     RenderError,
     ResetNeededError,
 )
+from mjvec.tasks.cube_rotate import registration as cube_rotate_registration
+from mjvec.tasks.simtoolreal import registration
+from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 __version__ = "0.1.0"
 
+
+
+_moved.install()  # the module paths of before the one-package-per-task layout keep working
 
 
 def register_envs() -> None:

@@ -21,10 +21,17 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from mjvec.assets import TABLE_TOP_Z, robot, scene_spec
-from mjvec.assets.scene import HOME_KEYFRAME, OBJECT_BODY_NAME, OBJECT_JOINT_NAME, default_catalog
+from mjvec.assets import robot
 from mjvec.backends import fields as F
 from mjvec.backends.base import FieldWrite, Scene
+from mjvec.tasks.simtoolreal.scene import (
+    HOME_KEYFRAME,
+    OBJECT_BODY_NAME,
+    OBJECT_JOINT_NAME,
+    TABLE_TOP_Z,
+    default_catalog,
+    scene_spec,
+)
 
 OPERATIONS = ("noop", "scale", "add", "abs")
 COVERAGES = ("one", "group", "groups")

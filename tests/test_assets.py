@@ -15,9 +15,10 @@ import pytest
 
 from mjvec.assets import _hand as hand
 from mjvec.assets import _tool_geoms as tool_geoms
-from mjvec.assets import robot, scene, tools
+from mjvec.assets import robot, tools
 from mjvec.assets._frames import Frame
 from mjvec.errors import ConfigError
+from mjvec.tasks.simtoolreal import scene
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = scene.default_catalog()

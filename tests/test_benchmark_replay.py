@@ -14,7 +14,7 @@ import numpy as np
 
 import mjvec
 from benchmarks._replay import StepRecorder, replay_seconds
-from mjvec.assets.scene import default_catalog, scene_spec
+from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 N_ENVS, STEPS, SUBSTEPS = 8, 15, 2
 

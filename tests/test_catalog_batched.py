@@ -8,10 +8,12 @@ import mujoco
 import numpy as np
 import pytest
 
-from mjvec.assets import robot, scene, scene_spec
+from mjvec.assets import robot
 from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu import CpuBackend
+from mjvec.tasks.simtoolreal import scene
+from mjvec.tasks.simtoolreal.scene import scene_spec
 
 NUM_TOOLS = 600
 CONTROL_STEPS = 150  # of 2 physics substeps each: 300 physics steps

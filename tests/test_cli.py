@@ -1,4 +1,4 @@
-"""`python -m mjvec` (list, info, rollout, bench) and `mjvec.envs.video`, against independent oracles:
+"""`python -m mjvec` (list, info, rollout, bench) and `mjvec.integrations.video`, against independent oracles:
 the tool catalog counted directly, a rollout replayed in-process with the same seed and policy,
 the benchmarks folder listed directly, and images read back with Pillow.
 """
@@ -19,12 +19,13 @@ import pytest
 from PIL import Image
 
 import mjvec
-from mjvec import cli, cli_rollout
 from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.registry import BACKENDS
-from mjvec.envs.registration import ENV_ID
-from mjvec.envs.video import write_gif, write_png
+from mjvec.cli import commands as cli
+from mjvec.cli import rollout as cli_rollout
 from mjvec.errors import ConfigError, InstallError
+from mjvec.integrations.video import write_gif, write_png
+from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 ROOT = Path(mjvec.__file__).resolve().parents[1]
 TINY = ["--option", "num_tools=3", "--option", "randomization=None", "--option", "max_episode_steps=8"]
@@ -41,8 +42,8 @@ def test_list():
     out = run_cli("list")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        "CubeRotate-v0  mjvec.envs.cube_rotate:CubeRotateEnv  presets: paper",
-        f"{ENV_ID}  mjvec.envs.simtoolreal:SimToolRealEnv  presets: paper",
+        "CubeRotate-v0  mjvec.tasks.cube_rotate.env:CubeRotateEnv  presets: paper",
+        f"{ENV_ID}  mjvec.tasks.simtoolreal.env:SimToolRealEnv  presets: paper",
     ]
 
 
@@ -135,7 +136,7 @@ def checkpoint(tmp_path_factory):
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from mjvec.envs.sb3 import SB3VecEnv
+    from mjvec.integrations.sb3 import SB3VecEnv
 
     folder = tmp_path_factory.mktemp("ckpt")
     venv = VecNormalize(SB3VecEnv(gym.make_vec(ENV_ID, num_envs=4, num_tools=3, randomization=None,

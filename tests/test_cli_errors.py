@@ -20,7 +20,7 @@ import gymnasium as gym
 import pytest
 
 import mjvec
-from mjvec import cli
+from mjvec.cli import commands as cli
 
 ROOT = Path(mjvec.__file__).resolve().parents[1]
 TINY = ["--option", "num_tools=3", "--option", "randomization=none", "--option", "max_episode_steps=8"]
@@ -81,7 +81,7 @@ def test_garbage_checkpoint_and_vecnormalize_files_are_named(tmp_path, capsys):
 def test_garbage_vecnormalize_is_named(tmp_path, capsys):
     from stable_baselines3 import PPO
 
-    from mjvec.envs.sb3 import SB3VecEnv
+    from mjvec.integrations.sb3 import SB3VecEnv
 
     venv = SB3VecEnv(gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=3, randomization=None,
                                   autoreset_mode="same_step"))

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.assets import cube as C
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
-from mjvec.envs import cube_rotate_terms as ct
-from mjvec.envs.cube_rotate_config import CubeRotateConfig
-from mjvec.envs.cube_rotate_registration import ENV_ID, PAPER_TERMS
 from mjvec.envs.tasks import get_task
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.randomization import DomainRandomization, EventTerm, ObservationNoise
+from mjvec.tasks.cube_rotate import scene as C
+from mjvec.tasks.cube_rotate import terms as ct
+from mjvec.tasks.cube_rotate.config import CubeRotateConfig
+from mjvec.tasks.cube_rotate.registration import ENV_ID, PAPER_TERMS
 
 CFG = CubeRotateConfig()
 SL = {}

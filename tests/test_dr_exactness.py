@@ -21,12 +21,11 @@ import numpy as np
 import pytest
 
 import mjvec
-from mjvec.assets import scene_spec
-from mjvec.assets.scene import OBJECT_BODY_NAME, default_catalog
 from mjvec.backends.base import FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.envs.tasks import registered_tasks
 from mjvec.randomization import DomainRandomization, EventTerm
+from mjvec.tasks.simtoolreal.scene import OBJECT_BODY_NAME, default_catalog, scene_spec
 from tests import dr_matrix as M
 
 

@@ -14,8 +14,8 @@ import mujoco
 import numpy as np
 
 import mjvec
-from mjvec.assets import scene
 from mjvec.errors import ForkedProcessError
+from mjvec.tasks.simtoolreal import scene
 
 _ENV = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "osmesa")}
 

@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import mjvec
-from mjvec.assets.scene import OBJECT_JOINT_NAME, TABLE_TOP_Z, default_catalog
 from mjvec.backends.warp import WarpBackend
 from mjvec.randomization import DomainRandomization, EventTerm
+from mjvec.tasks.simtoolreal.scene import OBJECT_JOINT_NAME, TABLE_TOP_Z, default_catalog
 
 BASE = {"num_envs": 6, "num_tools": 6, "autoreset_mode": "disabled"}
 KW = {**BASE, "array_backend": "numpy"}

@@ -9,9 +9,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from mjvec.assets import default_catalog, scene_spec
 from mjvec.backends import fields as F
 from mjvec.backends.base import RecomputeLevel
+from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 MODEL = scene_spec(3).compile()
 OUTPUTS = [n for n in F.setconst_outputs() if np.asarray(getattr(MODEL, n)).size]

@@ -147,7 +147,7 @@ def test_geom_size_terms_reject_meshes() -> None:
         EventTerm("geom_size", 0.0, 1.1, targets=("object_handle",))
     # Env 0's tool has no head (its slot is an inert primitive box); the other envs' heads are
     # meshes, and the term is refused at construction from each env's own slot types.
-    headless = int(mjvec.assets.scene.default_catalog().ids_of_topology("box_only")[0])
+    headless = int(mjvec.tasks.simtoolreal.scene.default_catalog().ids_of_topology("box_only")[0])
     mixed = gym.make_vec(mjvec.ENV_ID, num_envs=3, tool_geometry="mesh", randomization=None, env_id_offset=headless)
     types = mixed.unwrapped.backend.geom_types[:, mixed.unwrapped.backend.model.geom("object_head").id]
     assert types[0] == mujoco.mjtGeom.mjGEOM_BOX and (types[1:] == mujoco.mjtGeom.mjGEOM_MESH).any()

@@ -16,7 +16,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from mjvec.assets import robot, scene, tools
+from mjvec.assets import robot, tools
+from mjvec.tasks.simtoolreal import scene
 
 RISE = 0.10
 # Hand pose before closing: the thumb abducted towards the wrist, clear of the handle.

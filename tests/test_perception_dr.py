@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import mjvec
-from mjvec.envs.config import SimToolRealConfig
 from mjvec.errors import ConfigError
 from mjvec.randomization import (
     ActionDelay,
@@ -19,11 +18,12 @@ from mjvec.randomization import (
     RandomPushes,
 )
 from mjvec.rng import EnvRandom
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
 SMALL = {"num_tools": 6, "randomization": None, "num_threads": 1}
 SLICES = {}
 _pos = 0
-for _name, _width in mjvec.envs.simtoolreal.POLICY_LAYOUT:
+for _name, _width in mjvec.tasks.simtoolreal.env.POLICY_LAYOUT:
     SLICES[_name] = slice(_pos, _pos + _width)
     _pos += _width
 

@@ -19,10 +19,10 @@ from mjvec.randomization import (
     ObservationDelay,
     ObservationNoise,
     RandomPushes,
-    paper,
 )
 from mjvec.randomization.inputs import StateInput
 from mjvec.rng import EnvRandom
+from mjvec.tasks.simtoolreal.presets import paper
 from tests.arm_env import ArmEnv, actions
 
 SMALL = {"num_tools": 6, "num_threads": 1}

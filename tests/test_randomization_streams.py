@@ -166,7 +166,7 @@ def test_same_step_final_obs_is_the_transformed_terminal_obs(obs_mode: str) -> N
 
 def test_sb3_terminal_observation_is_what_the_policy_would_have_seen() -> None:
     pytest.importorskip("stable_baselines3")
-    from mjvec.envs.sb3 import SB3VecEnv
+    from mjvec.integrations.sb3 import SB3VecEnv
 
     venv = SB3VecEnv(make(autoreset_mode="same_step"))
     oracle = make(autoreset_mode="disabled")

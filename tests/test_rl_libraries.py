@@ -104,7 +104,7 @@ def test_torchrl_gym_wrapper_check_env_specs_and_rollout(mode: str) -> None:
     from torchrl.envs import GymWrapper
     from torchrl.envs.utils import check_env_specs
 
-    from mjvec.envs.adapters import FlattenInfo
+    from mjvec.integrations.adapters import FlattenInfo
 
     recorder = Recorder(make(autoreset_mode=mode))
     # torchrl 0.14's SAME_STEP terminal-obs reader fails on nested info dicts (gymnasium's own
@@ -162,8 +162,8 @@ def test_tianshou_collector_through_the_adapter() -> None:
     from tianshou.algorithm.algorithm_base import RandomActionPolicy
     from tianshou.data import Collector, VectorReplayBuffer
 
-    from mjvec.envs.adapters import TianshouVecEnv
     from mjvec.errors import ConfigError
+    from mjvec.integrations.adapters import TianshouVecEnv
 
     recorder = Recorder(make(autoreset_mode="disabled"))
     venv = TianshouVecEnv(recorder)

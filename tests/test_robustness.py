@@ -21,9 +21,9 @@ import pytest
 import torch
 
 import mjvec
-from mjvec.envs.config import SimToolRealConfig
 from mjvec.errors import ActionError, ActionTypeError, ConcurrentUseError, ConfigError
 from mjvec.randomization import EventTerm
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from tests.toy_env import ToyPendulumEnv, policy
 
 SMALL = {"num_tools": 3, "randomization": None, "num_threads": 1}

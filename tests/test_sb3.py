@@ -1,4 +1,4 @@
-"""`mjvec.envs.sb3.SB3VecEnv` against oracles: a NEXT_STEP twin env stepped with the same seed and
+"""`mjvec.integrations.sb3.SB3VecEnv` against oracles: a NEXT_STEP twin env stepped with the same seed and
 actions (its done step returns the true terminal obs, its next step the reset obs), the env's own
 episode statistics, and SB3's algorithms, VecNormalize and evaluate_policy run through it.
 """
@@ -28,11 +28,11 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecNormalize
 
 import mjvec  # noqa: F401  (registers SimToolReal-v0)
-from mjvec.envs.config import SimToolRealConfig
-from mjvec.envs.registration import ENV_ID
-from mjvec.envs.sb3 import SB3VecEnv, _sb3_space
 from mjvec.errors import ConfigError, InstallError
+from mjvec.integrations.sb3 import SB3VecEnv, _sb3_space
 from mjvec.randomization import ObservationNoise
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 N, EP = 4, 8
 TINY = {"num_envs": N, "num_tools": 3, "randomization": None, "num_threads": 1, "max_episode_steps": EP}
@@ -369,11 +369,11 @@ def test_sac_and_dict_obs_ppo():
 def test_missing_stable_baselines3_raises_install_error(monkeypatch):
     for name in [m for m in sys.modules if m == "stable_baselines3" or m.startswith("stable_baselines3.")]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "mjvec.envs.sb3")
+    monkeypatch.delitem(sys.modules, "mjvec.integrations.sb3")
     with pytest.raises(InstallError, match=r"pip install -e '\.\[train\]' in the mjvec checkout"):
-        importlib.import_module("mjvec.envs.sb3")
+        importlib.import_module("mjvec.integrations.sb3")
     monkeypatch.undo()
-    assert importlib.import_module("mjvec.envs.sb3").SB3VecEnv is SB3VecEnv
+    assert importlib.import_module("mjvec.integrations.sb3").SB3VecEnv is SB3VecEnv
 
 
 def test_import_mjvec_does_not_import_stable_baselines3():

@@ -13,12 +13,12 @@ import pytest
 
 import mjvec  # noqa: F401  (registers the env ids once it is wired)
 from mjvec.assets import robot as R
-from mjvec.assets import scene as S
-from mjvec.assets.scene import scene_spec
-from mjvec.envs import task_math as tm
-from mjvec.envs.registration import ENV_ID, default_catalog, register_envs
-from mjvec.envs.simtoolreal import REWARD_TERMS
 from mjvec.errors import ConfigError
+from mjvec.tasks.simtoolreal import scene as S
+from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal.env import REWARD_TERMS
+from mjvec.tasks.simtoolreal.registration import ENV_ID, default_catalog, register_envs
+from mjvec.tasks.simtoolreal.scene import scene_spec
 
 register_envs()
 
@@ -497,7 +497,7 @@ def test_tolerance_curriculum_checks_before_use_and_reports_it():
     so with interval 3 and threshold 2 the hand-computed tolerances are: steps 1-2 start value;
     step 3 (the NEXT_STEP reset step, which still counts) sees last = [2, 2] and tightens before use;
     the next check is 3 steps later."""
-    from mjvec.envs.config import SimToolRealConfig
+    from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
     cfg = SimToolRealConfig(tolerance_start=1.0, success_steps=1, max_consecutive_successes=2, curriculum_interval=3,
                             curriculum_min_successes=2.0)
@@ -522,7 +522,7 @@ def test_tolerance_curriculum_checks_before_use_and_reports_it():
 def test_curriculum_reducer_makes_shards_agree_with_one_env():
     """Two shard envs (global ids 0-1 and 2-3) sharing a fake all-reduce take the tolerance
     decisions of one 4-env env; the same shards without it do not (their local means differ)."""
-    from mjvec.envs.config import SimToolRealConfig
+    from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
     cfg = SimToolRealConfig(tolerance_start=0.25, success_steps=1, max_consecutive_successes=3, max_episode_steps=3,
                             curriculum_interval=4, curriculum_min_successes=1.0)

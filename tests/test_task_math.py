@@ -9,11 +9,11 @@ import mujoco
 import numpy as np
 import pytest
 
-from mjvec.envs import task_math as tm
-from mjvec.envs.config import SimToolRealConfig
-from mjvec.envs.curriculum import ToleranceCurriculum
 from mjvec.errors import ConfigError
 from mjvec.rng import EnvRandom
+from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.curriculum import ToleranceCurriculum
 
 CFG = SimToolRealConfig()
 

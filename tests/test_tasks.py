@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mjvec
-from mjvec import cli
+from mjvec.cli import commands as cli
 from mjvec.envs import tasks
 from mjvec.envs.tasks import TaskOptions, register_task, unregister_task
 from mjvec.errors import ConfigError, UnknownOptionError

@@ -24,14 +24,13 @@ import numpy as np
 import pytest
 
 import mjvec
-from mjvec.assets import scene_spec
-from mjvec.assets.scene import OBJECT_JOINT_NAME, TABLE_GEOM_NAME, TABLE_TOP_Z, default_catalog
 from mjvec.backends.base import FieldWrite, Scene
 from mjvec.backends.variants import model_arrays, option_fields
 from mjvec.backends.warp import WarpBackend
 from mjvec.backends.warp import build as B
 from mjvec.errors import ConfigError, FieldWriteError
 from mjvec.randomization import EventTerm, table_height
+from mjvec.tasks.simtoolreal.scene import OBJECT_JOINT_NAME, TABLE_GEOM_NAME, TABLE_TOP_Z, default_catalog, scene_spec
 from tests.scenes import Oracle, make_scene
 from tests.test_backend_warp import C_TOLERANCE, WARP_VS_ALONE, WarpOracle, _mesh_scene, _np, _put
 from tests.test_env_warp import _window_of_all_classes
@@ -454,7 +453,7 @@ def test_every_tool_rests_on_the_table_without_phantom_contacts() -> None:
 _LEAK_CODE = """
 import json, sys, numpy as np, mujoco, mujoco_warp as mjw, warp as wp, torch
 wp.config.quiet = True
-from mjvec.assets import scene_spec
+from mjvec.tasks.simtoolreal.scene import scene_spec
 from tests.test_warp_engine import resting_poses
 def contacts(native):
     spec = scene_spec(int(sys.argv[1]))

@@ -51,13 +51,13 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   output is numpy.
 - ``render()`` (render_mode="rgb_array"): a lazy sequence of num_envs frames, env i drawn only when
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
-- ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.envs.lifecycle`).
-- Hooks for wrappers (`mjvec.randomization.hooks.EnvHooks`): observation and action transforms,
+- ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
+- Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
 - The vector-env interface RL libraries expect (`mjvec.vector_api`): ``autoreset_mode``,
   ``len(env)``, ``call``, ``get_attr``, ``set_attr``.
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
-- Not thread-safe, and misuse is detected (`mjvec.envs._guard`): a call to reset/step/render/
+- Not thread-safe, and misuse is detected (`mjvec.envs.guard`): a call to reset/step/render/
   render_grid/close while another of them is running (from a second thread) raises
   `ConcurrentUseError` and changes nothing; copies (``copy.copy``/``deepcopy``) are refused.
 """
@@ -74,7 +74,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from mjvec.envs._autoreset import (
+from mjvec.contract import EVENTS, HookSlots, Lifecycle, ObsEvent, ObsTransform
+from mjvec.envs.arrays import check_actions, check_device_actions, resolve_output, to_numpy, to_output
+from mjvec.envs.autoreset import (
     EpisodeStats,
     check_env_args,
     check_task_info,
@@ -87,12 +89,9 @@ from mjvec.envs._autoreset import (
     parse_reset_options,
     parse_seed,
 )
-from mjvec.envs._guard import exclusive, not_copyable
-from mjvec.envs.arrays import check_actions, check_device_actions, resolve_output, to_numpy, to_output
-from mjvec.envs.lifecycle import EVENTS, HookSlots, Lifecycle
+from mjvec.envs.guard import exclusive, not_copyable
 from mjvec.envs.render import RenderMixin, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
-from mjvec.randomization.hooks import ObsEvent, ObsTransform
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
 from mjvec.xp import Rows, is_numpy, namespace_of

@@ -23,8 +23,8 @@ from typing import Any, overload
 import mujoco
 import numpy as np
 
-from mjvec.envs._guard import exclusive
 from mjvec.envs.arrays import to_numpy
+from mjvec.envs.guard import exclusive
 from mjvec.errors import ClosedError, ConfigError, RenderError
 
 # Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then

@@ -47,8 +47,8 @@ from mjvec.backends.base import Scene
 from mjvec.backends.fields import field_specs
 from mjvec.backends.registry import backend_entry, make_backend, native_namespace
 from mjvec.envs import memory
-from mjvec.envs._autoreset import parse_autoreset_mode
 from mjvec.envs.arrays import ARRAY_BACKENDS
+from mjvec.envs.autoreset import parse_autoreset_mode
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES, MjVecEnv
 from mjvec.errors import ConfigError, UnknownOptionError, allowed
 from mjvec.randomization import KINDS, EventTerm, apply_randomization, check_randomization

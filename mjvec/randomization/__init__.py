@@ -1,9 +1,11 @@
 """Domain randomization as Gymnasium vector wrappers that emit backend field writes."""
 
-from mjvec.randomization.hooks import (
+from typing import Any
+
+from mjvec._moved import moved_attribute
+from mjvec.contract import (
     EnvHooks,
     GoalSegmentHooks,
-    HookWrapper,
     ObjectPoseHooks,
     ObjectScaleHooks,
     ObsEvent,
@@ -15,7 +17,7 @@ from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.model_dr import DomainRandomization, resolve_targets
 from mjvec.randomization.object_dr import MASS_SCALES, ObjectPoseLatency, ObjectScaleNoise, RandomPushes
 from mjvec.randomization.perception import ActionDelay, ObservationDelay, ObservationNoise
-from mjvec.randomization.presets import PRESETS, apply_randomization, check_randomization, paper
+from mjvec.randomization.presets import apply_randomization, check_randomization
 from mjvec.randomization.terms import (
     DISTRIBUTIONS,
     KINDS,
@@ -25,6 +27,7 @@ from mjvec.randomization.terms import (
     table_height,
     term_values,
 )
+from mjvec.randomization.wrapper import HookWrapper
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -32,7 +35,6 @@ __all__ = [
     "MASS_SCALES",
     "MODES",
     "OPERATIONS",
-    "PRESETS",
     "ActionDelay",
     "DomainRandomization",
     "EnvHooks",
@@ -53,8 +55,15 @@ __all__ = [
     "StateInput",
     "apply_randomization",
     "check_randomization",
-    "paper",
     "resolve_targets",
     "table_height",
     "term_values",
 ]
+
+
+# SimToolReal-v0's preset, which moved to the task's package.
+_MOVED = {"paper": "mjvec.tasks.simtoolreal.presets"}
+
+
+def __getattr__(name: str) -> Any:
+    return moved_attribute(__name__, name, _MOVED)

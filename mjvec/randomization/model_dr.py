@@ -24,8 +24,8 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.backends.base import FieldWrite
 from mjvec.errors import ConfigError, FieldWriteError, allowed
-from mjvec.randomization.hooks import HookWrapper
 from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
+from mjvec.randomization.wrapper import HookWrapper
 from mjvec.xp import Rows, to_host
 
 _OBJ = {

@@ -2,7 +2,7 @@
 grasp-box scale noise, random pushes through the backend's ``xfrc_applied`` input
 (the paper's perception and push randomization).
 
-Each wrapper acts only through the hooks the task declares (`mjvec.randomization.hooks`) and
+Each wrapper acts only through the hooks the task declares (`mjvec.contract`) and
 draws from the env's per-env streams for exactly the envs concerned (see
 `mjvec.randomization.perception` for the stream rules).
 """
@@ -15,16 +15,15 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from mjvec.errors import ConfigError, allowed
-from mjvec.randomization.hooks import (
+from mjvec.contract import (
     EnvHooks,
-    HookWrapper,
     ObjectPoseHooks,
     ObjectScaleHooks,
     PushHooks,
     PushReferenceMassHooks,
     require_hooks,
 )
+from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.perception import (
     _check_delay,
@@ -34,6 +33,7 @@ from mjvec.randomization.perception import (
     _segment_hooks,
     _with_segment_starts,
 )
+from mjvec.randomization.wrapper import HookWrapper
 from mjvec.xp import Rows, namespace_of
 
 MASS_SCALES = ("reference", "per_env")

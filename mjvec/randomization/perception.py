@@ -1,5 +1,5 @@
 """Non-model randomization of what the policy perceives and does: observation noise, observation
-delay, action delay. Each is a Gymnasium vector wrapper over the hooks of `mjvec.randomization.hooks`.
+delay, action delay. Each is a Gymnasium vector wrapper over the hooks of `mjvec.contract`.
 
 Streams. Every draw comes from the env's per-env streams (`mjvec.rng.EnvRandom`), and every draw is
 made for exactly the envs it concerns, so an env's draws are a pure function of (seed, global env
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from mjvec.errors import ConfigError, allowed
-from mjvec.randomization.hooks import (
+from mjvec.contract import (
     EnvHooks,
     GoalSegmentHooks,
-    HookWrapper,
     ObsEvent,
     PolicyLayoutHooks,
     require_hooks,
 )
+from mjvec.errors import ConfigError, allowed
+from mjvec.randomization.wrapper import HookWrapper
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mjvec.envs.cube_rotate_config import CubeRotateConfig
+from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 
 # The shared quaternion and layout helpers (cube_rotate.py reaches them as ct.<name>).
-from mjvec.envs.task_math import layout_size, quat_mul, quat_rotate  # noqa: F401
+from mjvec.tasks.simtoolreal.terms import layout_size, quat_mul, quat_rotate  # noqa: F401
 
 NUM_HAND_JOINTS = 22
 NUM_FINGERTIPS = 5

@@ -1,7 +1,7 @@
 """CubeRotate-v0: the 22-DoF hand, fixed palm-up, spins a cube about the world z axis in its palm.
 
 The classic in-hand benchmark (MuJoCo Playground's LeapCubeRotateZAxis, Isaac Lab's Allegro and
-Shadow cubes) on this project's hand (`mjvec.assets.cube`), small enough to learn on a laptop CPU.
+Shadow cubes) on this project's hand (`mjvec.tasks.cube_rotate.scene`), small enough to learn on a laptop CPU.
 The constants are `CubeRotateConfig`'s; the pure per-step functions are `cube_rotate_terms`'.
 
 Per control step (20 Hz: five 100 Hz physics substeps by default): the 22-D action in [-1, 1]
@@ -36,12 +36,12 @@ import mujoco
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from mjvec.assets import cube as C
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
-from mjvec.envs import cube_rotate_terms as ct
 from mjvec.envs.base import MjVecEnv
-from mjvec.envs.cube_rotate_config import CubeRotateConfig
 from mjvec.errors import ConfigError
+from mjvec.tasks.cube_rotate import scene as C
+from mjvec.tasks.cube_rotate import terms as ct
+from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 
 __all__ = ["POLICY_LAYOUT", "REWARD_TERMS", "CubeRotateEnv"]
 
@@ -127,7 +127,9 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
             self._palm_site = int(model.site(C.PALM_SITE_NAME).id)
             self._tip_sites = np.array([model.site(n).id for n in FINGERTIP_SITE_NAMES], np.int64)
         except KeyError as error:
-            raise ConfigError(f"the scene lacks {error}; is it a CubeRotate scene (mjvec.assets.cube)?") from error
+            raise ConfigError(
+                f"the scene lacks {error}; is it a CubeRotate scene (mjvec.tasks.cube_rotate.scene)?"
+            ) from error
         self._jnt_qpos = np.array([j.qposadr[0] for j in joints], np.int64)
         self._jnt_dof = np.array([j.dofadr[0] for j in joints], np.int64)
         ids = np.array([j.id for j in joints], np.int64)

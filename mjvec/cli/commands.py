@@ -1,4 +1,4 @@
-"""The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli_rollout`), bench.
+"""The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli.rollout`), bench.
 
     python -m mjvec list                                   # registered mjvec tasks
     python -m mjvec info CubeRotate-v0 [--json]            # spaces, variants, options, presets, backends
@@ -33,46 +33,10 @@ import numpy as np
 
 import mjvec
 from mjvec.backends.registry import backend_status
-from mjvec.envs.registration import ENV_ID
+from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options
 from mjvec.envs.tasks import get_task, registered_tasks
 from mjvec.errors import ConfigError, MjvecError
-
-# Env options a command sets itself: --option NAME=... is refused with what to use instead.
-FIXED_OPTIONS = {
-    "info": {"num_envs": "info builds one env"},
-    "rollout": {
-        "num_envs": "use --num-envs", "render_size": "use --render-size H W",
-        "render_mode": "rollout renders when --grid or --gif is given",
-        "autoreset_mode": "rollout runs with autoreset_mode='same_step'",
-        "record_episode_statistics": "rollout records episode statistics itself",
-    },
-}
-TRUST_WARNING = (
-    "SB3 .zip checkpoints and VecNormalize .pkl files are pickles: loading one runs code from the file. "
-    "Load only checkpoints you trust."
-)
-
-
-def _parse_options(pairs: Sequence[str], command: str = "info") -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise ConfigError(f"--option expects key=value (e.g. num_tools=6), got {pair!r}")
-        if key in FIXED_OPTIONS.get(command, {}):
-            raise ConfigError(
-                f"--option {pair} collides with what {command} sets itself: {FIXED_OPTIONS[command][key]}"
-            )
-        try:
-            options[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            options[key] = text
-    return options
-
-
-def mjvec_env_ids() -> list[str]:
-    """The ids of every task registered through `mjvec.envs.tasks.register_task`, sorted."""
-    return sorted(registered_tasks())
+from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 
 def task_line(env_id: str) -> str:
@@ -308,11 +272,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(task_line(env_id))
             return 0
         if args.command == "info":
-            info = env_info(args.env_id, _parse_options(args.option, "info"))
+            info = env_info(args.env_id, parse_options(args.option, "info"))
             print(json.dumps(info, indent=2)) if args.json else _print_info(info)
             return 0
         if args.command == "rollout":
-            from mjvec.cli_rollout import rollout  # imports rendering and (with --checkpoint) SB3 lazily
+            from mjvec.cli.rollout import rollout  # imports rendering and (with --checkpoint) SB3 lazily
 
             summary = rollout(args)
             if args.json:

@@ -1,6 +1,6 @@
 """The hooks `SimToolRealEnv` declares for the randomization wrappers (a mixin).
 
-They implement `mjvec.randomization.hooks`: `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks`,
+They implement `mjvec.contract`: `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks`,
 `PushReferenceMassHooks` and `GoalSegmentHooks` (`EnvHooks` and `PolicyLayoutHooks` come from `MjVecEnv` and the class).
 """
 

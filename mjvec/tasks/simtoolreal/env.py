@@ -24,7 +24,7 @@ the true ones unless a wrapper fills the task's declared slots (`set_object_pose
 policy terms use the true pose (and the observed scales, as in the source), in the source's
 stateList order.
 
-Hooks declared for the randomization wrappers (`mjvec.randomization.hooks`): `EnvHooks` (from
+Hooks declared for the randomization wrappers (`mjvec.contract`): `EnvHooks` (from
 `MjVecEnv`), `PolicyLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
 on the object body, only while the object is lifted, scaled by the tool's own mass or by the
 paper run's reference mass) and `GoalSegmentHooks` (the step counter the source's delay queues
@@ -46,16 +46,16 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.assets import robot as R
-from mjvec.assets import scene as S
 from mjvec.assets.tools import ToolCatalog
-from mjvec.envs import task_math as tm
 from mjvec.envs.base import MjVecEnv
-from mjvec.envs.config import SimToolRealConfig
-from mjvec.envs.curriculum import Reducer, ToleranceCurriculum
-from mjvec.envs.simtoolreal_hooks import SimToolRealHooks
-from mjvec.envs.simtoolreal_obs import SimToolRealObservations, observation_space
-from mjvec.envs.task_math import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal import scene as S
+from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.curriculum import Reducer, ToleranceCurriculum
+from mjvec.tasks.simtoolreal.hooks import SimToolRealHooks
+from mjvec.tasks.simtoolreal.observations import SimToolRealObservations, observation_space
+from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.xp import Rows
 from mjvec.xp import copy_array as _copy
 

@@ -24,14 +24,15 @@ from typing import Any, ClassVar
 import mujoco
 import numpy as np
 
-from mjvec.assets.scene import default_catalog, scene_spec
 from mjvec.assets.tools import TOOL_GEOMETRIES
-from mjvec.envs.config import SimToolRealConfig
-from mjvec.envs.simtoolreal import SimToolRealEnv
-from mjvec.envs.task_math import OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
 from mjvec.errors import ConfigError, allowed
-from mjvec.randomization import EventTerm, paper
+from mjvec.randomization import EventTerm
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.env import SimToolRealEnv
+from mjvec.tasks.simtoolreal.presets import paper
+from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
+from mjvec.tasks.simtoolreal.terms import OBS_MODES, POLICY_LAYOUT, layout_size
 
 __all__ = ["ENV_ID", "MAX_TOOLS", "SimToolRealOptions", "default_catalog", "register_envs", "task"]
 
@@ -53,7 +54,7 @@ class SimToolRealOptions(TaskOptions):
     tool_geometry: how tools are modelled ("primitive" or "mesh").
     config: task constants; None for the paper's.
     randomization: defaults to "paper" (the source's delays, noise and pushes;
-        `mjvec.randomization.paper`), this task's one preset.
+        `mjvec.tasks.simtoolreal.presets.paper`), this task's one preset.
     """
 
     HINTS: ClassVar[Mapping[str, str]] = MappingProxyType({

@@ -54,7 +54,7 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as _error:
     raise InstallError(
-        f"mjvec.envs.sb3 needs stable-baselines3, which is not importable ({_error}); "
+        f"mjvec.integrations.sb3 needs stable-baselines3, which is not importable ({_error}); "
         "fix: pip install -e '.[train]' in the mjvec checkout"
     ) from _error
 

@@ -13,8 +13,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from mjvec.envs import task_math as tm
-from mjvec.envs.task_math import CRITIC_LAYOUT, POLICY_LAYOUT, layout_size
+from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, POLICY_LAYOUT, layout_size
 
 Blocks = dict[str, Any]
 

@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-from mjvec.cli import _parse_options, mjvec_env_ids
+from mjvec.cli.options import mjvec_env_ids, parse_options
 from mjvec.errors import ConfigError
 
 
@@ -29,7 +29,7 @@ def _checkpoint_policy(
     from stable_baselines3 import A2C, DDPG, PPO, SAC, TD3
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from mjvec.envs.sb3 import SB3VecEnv
+    from mjvec.integrations.sb3 import SB3VecEnv
 
     algos = {"ppo": PPO, "sac": SAC, "td3": TD3, "a2c": A2C, "ddpg": DDPG}
     path = Path(args.checkpoint)
@@ -101,9 +101,9 @@ def check_output_path(path: str, flag: str) -> None:
 
 def rollout(args: argparse.Namespace) -> dict[str, Any]:
     """Run a random or checkpoint policy; write the grid PNG / GIF; return a summary."""
-    from mjvec.envs.video import write_gif, write_png
+    from mjvec.integrations.video import write_gif, write_png
 
-    options = _parse_options(args.option, "rollout")
+    options = parse_options(args.option, "rollout")
     if args.env_id not in mjvec_env_ids():
         raise ConfigError(f"{args.env_id!r} is not registered; mjvec ids are {mjvec_env_ids()}")
     for flag, path in (("--grid", args.grid), ("--gif", args.gif)):

@@ -1,7 +1,7 @@
 """Pure, vectorized math of the SimToolReal task, for either array namespace.
 
 Everything here works on a leading batch axis (N envs), holds no state (the stateful tolerance
-curriculum is `mjvec.envs.curriculum`) and runs in the namespace of its inputs: numpy on the host,
+curriculum is `mjvec.tasks.simtoolreal.curriculum`) and runs in the namespace of its inputs: numpy on the host,
 torch on a device (`mjvec.xp`), with the same formulas. Quaternions are wxyz (MuJoCo's order)
 unless a name says xyzw; the observation uses xyzw like the source (`wxyz_to_xyzw`).
 
@@ -20,8 +20,8 @@ import numpy as np
 from mjvec.xp import Rows, namespace_of
 
 if TYPE_CHECKING:
-    from mjvec.envs.config import SimToolRealConfig
     from mjvec.rng import EnvRandom
+    from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
 Array = Any  # an array of the caller's namespace (numpy, or torch on a device)
 

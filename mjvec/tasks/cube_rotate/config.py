@@ -22,7 +22,7 @@ _POSITIVE = ("action_scale", "action_ema", "rotation_clip", "obs_clip", "drop_de
 class CubeRotateConfig:
     """Constants of the CubeRotate task (the defaults are the registered task's).
 
-    Timing: the physics runs at the scene's 100 Hz (`mjvec.assets.cube.TIMESTEP`); a control step
+    Timing: the physics runs at the scene's 100 Hz (`mjvec.tasks.cube_rotate.scene.TIMESTEP`); a control step
     is `frame_skip` substeps (20 Hz by default); an episode is truncated after `max_episode_steps`
     control steps (20 s).
 

@@ -54,7 +54,7 @@ class SimToolRealConfig:
     tightening, it is multiplied by `tolerance_decay` (never below `tolerance_min`) at the first
     step where the mean over envs of each env's most recent finished episode's success count (0
     for an env that has not finished one) is at least `curriculum_min_successes` (see
-    `mjvec.envs.task_math.ToleranceCurriculum`).
+    `mjvec.tasks.simtoolreal.terms.ToleranceCurriculum`).
 
     Episode: truncated after `max_episode_steps` control steps without a success (the step
     counter restarts at every success). The source's episodeLength is one more than this: its

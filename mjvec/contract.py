@@ -1,0 +1,302 @@
+"""The env-wrapper contract: what an mjvec env offers the wrappers that act on it, and nothing else.
+
+Both the framework (`mjvec.envs`, which implements it) and the wrappers (`mjvec.randomization`,
+which use it) import this module; it imports neither. A wrapper never assigns over a task's methods
+or reads its private state: it names the Protocols below that it needs, and `require_hooks` checks
+at construction that the unwrapped env implements every member of each (raising `ConfigError`
+naming the missing ones otherwise). So a task opts into a wrapper by implementing that wrapper's
+Protocol. Every registration returns a release function.
+
+- `EnvHooks`: what every `mjvec.envs.base.MjVecEnv` provides (transforms, lifecycle, streams).
+- `PolicyLayoutHooks`: the named blocks of the policy observation (observation noise).
+- `ObjectPoseHooks`: the true object pose and a slot for the pose the policy perceives.
+- `ObjectScaleHooks`: the true grasp-box scales and a slot for the perceived ones.
+- `PushHooks`: which body random pushes act on, its mass per env, and when pushes are allowed.
+- `PushReferenceMassHooks`: the one mass the source scales every env's push by.
+- `GoalSegmentHooks`: the per-env step counter of the current goal segment (the source's delay
+  queues refill when a segment starts: after a reset and after every success).
+
+The lifecycle (`Lifecycle`) an env fires and wrappers subscribe to. Events and the callback signature each one gets:
+
+- ``"startup"``: ``callback()``. Fired once, at the env's first ``reset()``, before any env's state
+  is reset (and before the first ``"reset"`` event). Subscribe before that first reset: a late
+  subscription to ``"startup"`` raises, because the event it waits for will never come again.
+- ``"reset"``: ``callback(rows)`` with ``rows`` a `mjvec.xp.Rows` of the LOCAL envs being reset
+  (sorted int64 ``rows.ids`` on the host; a device mask when the env's state is on a device),
+  fired BEFORE those envs' state is reset, in every path that resets an env: ``reset()``,
+  ``reset(options={"reset_mask": m})``, NEXT_STEP and SAME_STEP autoresets, and resets after a
+  simulation error. So a model-field write made here is in effect when the task samples the new
+  initial state. On a device it fires at every step (the mask may be all False: nothing waits to
+  find out); on the host only when some env resets.
+- ``"interval"``: ``callback(dt)`` with ``dt`` the control period in seconds, fired on every
+  ``step()`` right after the physics step (before rewards, autoresets and observations), so a
+  wrapper can keep its own per-env timers.
+
+Callbacks run in subscription order. They must not call back into the env's reset/step.
+
+`HookSlots` holds the named one-source hooks a task declares (e.g. the object pose the policy
+perceives), filled by wrappers and released on their close.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+from mjvec.errors import ConfigError, allowed
+from mjvec.rng import EnvRandom
+from mjvec.xp import Rows
+
+Release = Callable[[], None]
+PoseSource = Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ObsEvent:
+    """What produced the observation batch an observation transform is given.
+
+    stepped: True for ``step()``: every env advanced one control step; the rows of envs reset
+        inside that step before the observation (NEXT_STEP autoresets, simulation errors) are
+        initial observations, listed in `reset_ids`. SAME_STEP's terminal observation (its
+        ``final_obs``) is such a stepped batch too: the observation the policy would have seen had
+        the done envs not reset.
+        False for a reset: ``reset()``, ``reset(options={"reset_mask": m})`` or SAME_STEP's reset
+        inside a step. Only the rows in `reset` are new; the env returns every other row as it
+        returned it last, whatever the transform writes there, so a transform draws for `reset`
+        only.
+    reset: the envs whose rows start a new episode (`mjvec.xp.Rows`: host ids, or a device mask).
+    """
+
+    stepped: bool
+    reset: Rows
+
+    @property
+    def reset_ids(self) -> np.ndarray:
+        """The envs of `reset` as sorted host ids (on a device: a copy back to the host)."""
+        return self.reset.host_ids()
+
+
+ObsTransform = Callable[[Any, ObsEvent], Any]
+
+
+EVENTS = ("startup", "reset", "interval")
+
+
+class Lifecycle:
+    """Ordered callback lists for the events in `EVENTS` (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._callbacks: dict[str, list[Callable[..., None]]] = {event: [] for event in EVENTS}
+        self._started = False
+
+    @property
+    def started(self) -> bool:
+        """Whether ``"startup"`` has fired (the env has been reset at least once)."""
+        return self._started
+
+    def subscribe(self, event: str, callback: Callable[..., None]) -> Callable[[], None]:
+        """Call `callback` on every `event`; returns a function that unsubscribes it.
+
+        Raises ConfigError for an unknown event, a non-callable, or ``"startup"`` after it fired.
+        """
+        if event not in self._callbacks:
+            raise ConfigError(
+                f"unknown lifecycle event {event!r}; allowed events are {allowed(EVENTS)}"
+            )
+        if not callable(callback):
+            raise ConfigError(f"lifecycle callback for {event!r} must be callable, got {callback!r}")
+        if event == "startup" and self._started:
+            raise ConfigError(
+                "the 'startup' event already fired (at the env's first reset); subscribe to it before "
+                "the first reset, e.g. wrap the env right after constructing it"
+            )
+        callbacks = self._callbacks[event]
+        callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+        return unsubscribe
+
+    def num_subscribers(self, event: str) -> int:
+        """How many callbacks are subscribed to `event`."""
+        return len(self._callbacks[event])
+
+    def fire_startup(self) -> None:
+        """Fire ``"startup"`` if it has not fired yet (the env calls this at every full reset)."""
+        if self._started:
+            return
+        self._started = True
+        for callback in tuple(self._callbacks["startup"]):
+            callback()
+
+    def fire_reset(self, rows: Rows) -> None:
+        """Fire ``"reset"`` for these envs (nothing happens for an empty host selection)."""
+        if not rows.any():
+            return
+        for callback in tuple(self._callbacks["reset"]):
+            callback(rows)
+
+    def fire_interval(self, dt: float) -> None:
+        """Fire ``"interval"`` with the control period `dt`."""
+        for callback in tuple(self._callbacks["interval"]):
+            callback(dt)
+
+
+class HookSlots:
+    """Named slots a task declares, each holding at most one source callable (filled by a wrapper)."""
+
+    def __init__(self, owner: str) -> None:
+        self._owner = owner
+        self._sources: dict[str, Callable[..., object] | None] = {}
+
+    def declare(self, name: str) -> None:
+        """Declare slot `name` (empty)."""
+        self._sources.setdefault(name, None)
+
+    def fill(self, name: str, source: Callable[..., object]) -> Callable[[], None]:
+        """Make `source` the source of slot `name`; returns its release.
+
+        Raises ConfigError for an undeclared slot, a non-callable, or a slot already filled.
+        """
+        if name not in self._sources:
+            raise ConfigError(f"{self._owner} declares no hook slot {name!r}; it declares {allowed(self._sources)}")
+        if not callable(source):
+            raise ConfigError(f"the source for hook slot {name!r} must be callable, got {source!r}")
+        if self._sources[name] is not None:
+            raise ConfigError(
+                f"hook slot {name!r} of {self._owner} already has a source (another wrapper filled it); "
+                "use one such wrapper, or close the other first"
+            )
+        self._sources[name] = source
+
+        def release() -> None:
+            if self._sources.get(name) is source:
+                self._sources[name] = None
+
+        return release
+
+    def get(self, name: str) -> Callable[..., object] | None:
+        """The source of slot `name`, or None when it is empty."""
+        return self._sources.get(name)
+
+    def counts(self) -> dict[str, int]:
+        """1 for each filled slot, 0 for each empty one."""
+        return {name: int(source is not None) for name, source in self._sources.items()}
+
+
+@runtime_checkable
+class EnvHooks(Protocol):
+    """What every mjvec env offers the wrappers.
+
+    add_observation_transform(fn): ``fn(obs, event: ObsEvent) -> obs`` on the numpy observation
+        of every reset() and step() (and SAME_STEP's terminal observation), in the order added.
+    add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) float64 action
+        batch of a step that will run (never on a refused step).
+    hook_registrations(): how many callbacks/slots are registered, by kind (all 0 once every
+        wrapper is closed).
+    """
+
+    num_envs: int
+    rng: EnvRandom
+    lifecycle: Lifecycle
+
+    def add_observation_transform(self, fn: ObsTransform) -> Release: ...
+
+    def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Release: ...
+
+    def hook_registrations(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class PolicyLayoutHooks(Protocol):
+    """policy_layout: the (name, width) blocks of the policy observation, in order (the policy
+    observation is the array itself, or ``obs["policy"]`` for a dict observation)."""
+
+    policy_layout: tuple[tuple[str, int], ...]
+
+
+@runtime_checkable
+class ObjectPoseHooks(Protocol):
+    """true_object_pose(): (pos (N, 3), quat (N, 4) wxyz) of the manipulated object now, copies.
+    set_object_pose_source(fn): the policy's object pose becomes ``fn()`` (same layout) wherever the
+    task builds policy observations; one source at a time; returns its release."""
+
+    def true_object_pose(self) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def set_object_pose_source(self, source: PoseSource) -> Release: ...
+
+
+@runtime_checkable
+class ObjectScaleHooks(Protocol):
+    """object_scales: (N, 3) true grasp-box scales. set_object_scale_source(fn): the policy's
+    scales become ``fn()`` ((N, 3)); one source at a time; returns its release."""
+
+    object_scales: np.ndarray
+
+    def set_object_scale_source(self, source: Callable[[], np.ndarray]) -> Release: ...
+
+
+@runtime_checkable
+class PushHooks(Protocol):
+    """push_body_id: the body pushes act on. push_mass: (N,) its mass per env (kg).
+    push_allowed(): (N,) bool, the envs where a push may start now (e.g. the object is lifted).
+    backend: the env's backend (pushes write its declared ``xfrc_applied`` input)."""
+
+    push_body_id: int
+    push_mass: np.ndarray
+    backend: Any
+
+    def push_allowed(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PushReferenceMassHooks(Protocol):
+    """push_reference_mass: one mass (kg) for every env's push, the same in every shard (the source
+    scales every env's push by the object mass of its env 0)."""
+
+    push_reference_mass: float
+
+
+@runtime_checkable
+class GoalSegmentHooks(Protocol):
+    """goal_segment_steps(): (N,) int, control steps since each env's current goal segment began
+    (its reset or its last success): 0 after a reset and after the step that reached a goal, then
+    1, 2, ... as the env steps (the source's progress counter)."""
+
+    def goal_segment_steps(self) -> np.ndarray: ...
+
+
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The public attribute and method names a Protocol declares (its bases' included)."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls in (Protocol, object) or not getattr(cls, "_is_protocol", False):
+            continue
+        names.update(getattr(cls, "__annotations__", {}))
+        names.update(k for k, v in vars(cls).items() if callable(v) and not k.startswith("_"))
+    return tuple(sorted(n for n in names if not n.startswith("_")))
+
+
+def require_hooks(env: VectorEnv, *protocols: type, who: str) -> Any:
+    """The unwrapped env of `env`, after checking it implements every Protocol in `protocols`.
+
+    Raises ConfigError naming the wrapper, each Protocol the task lacks and its missing members.
+    """
+    base = env.unwrapped
+    problems = []
+    for protocol in protocols:
+        missing = [m for m in protocol_members(protocol) if not hasattr(base, m)]
+        if missing:
+            problems.append(f"{protocol.__name__} (missing {missing})")
+    if problems:
+        raise ConfigError(
+            f"{who} needs hooks that {type(base).__name__} does not declare: {'; '.join(problems)}. "
+            f"Implement them on the task (see mjvec.contract) or leave {who} out"
+        )
+    return base

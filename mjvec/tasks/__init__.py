@@ -1,0 +1,7 @@
+"""The tasks, one package each: `simtoolreal` (SimToolReal-v0) and `cube_rotate` (CubeRotate-v0).
+
+A task's package holds all of it: the env (an `mjvec.envs.base.MjVecEnv`), its observations and
+reward terms, its config, presets and registration (`mjvec.envs.tasks.register_task`), and its scene
+builder; `mjvec.assets` holds what tasks share (the robot, the hand and the catalogs). ``import mjvec``
+registers every task here.
+"""
