@@ -221,6 +221,23 @@ class PolicyLayoutHooks(Protocol):
     policy_layout: tuple[tuple[str, int], ...]
 
 
+Layout = tuple[tuple[str, int], ...]
+
+
+def layout_size(layout: Layout) -> int:
+    """Total width of an observation layout."""
+    return sum(size for _, size in layout)
+
+
+def layout_slices(layout: Layout) -> dict[str, slice]:
+    """name -> slice of that block in an observation of this layout."""
+    out, start = {}, 0
+    for name, size in layout:
+        out[name] = slice(start, start + size)
+        start += size
+    return out
+
+
 @runtime_checkable
 class ObjectPoseHooks(Protocol):
     """true_object_pose(): (pos (N, 3), quat (N, 4) wxyz) of the manipulated object now, copies.

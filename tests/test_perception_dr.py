@@ -204,15 +204,15 @@ def test_single_env_entry_point_runs_with_the_paper_preset() -> None:
 
 
 def test_pose_noise_rotation_equals_quat_times_mujoco_axis_angle() -> None:
-    """object_dr's written-out product == q * mju_axisAngle2Quat(axis / |axis|, 2 half) (mju_mulQuat):
-    the noise rotation acts in the object's frame, as the source's quat_matrix @ delta_matrix."""
-    from mjvec.randomization.object_dr import _rotate_by_axis_angle
+    """The pose noise's rotation (rotations.rotate_by_axis_angle) == q * mju_axisAngle2Quat(axis / |axis|,
+    2 half) (mju_mulQuat): it acts in the object's frame, as the source's quat_matrix @ delta_matrix."""
+    from mjvec.rotations import rotate_by_axis_angle
 
     rng = np.random.default_rng(3)
     axis, half = rng.normal(size=(50, 3)), rng.uniform(-0.5, 0.5, 50)
     quat = rng.normal(size=(50, 4))
     quat /= np.linalg.norm(quat, axis=1, keepdims=True)
-    got = _rotate_by_axis_angle(quat, axis, half)
+    got = rotate_by_axis_angle(quat, axis, half)
     for i in range(50):
         np.testing.assert_allclose(got[i], _quat_times_axis_angle(quat[i], axis[i], 2 * half[i]), atol=1e-14)
 

@@ -10,30 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a*b of two (w, x, y, z) quaternions."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
-
-
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    """Inverse of a unit quaternion."""
-    return np.array([q[0], -q[1], -q[2], -q[3]])
+from mjvec.rotations import quat_conj, quat_mul, quat_sandwich
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate the 3-vector v by the unit quaternion q."""
-    qv = np.concatenate([[0.0], v])
-    return quat_mul(quat_mul(q, qv), quat_conj(q))[1:]
+    """Rotate the 3-vector v by the unit quaternion q (as the product q (0, v) q^-1)."""
+    return quat_sandwich(np.asarray(q, float), np.asarray(v, float))
 
 
 def axis_angle_quat(axis: tuple[float, float, float], angle: float) -> np.ndarray:

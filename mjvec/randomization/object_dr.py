@@ -34,27 +34,10 @@ from mjvec.randomization.perception import (
     _with_segment_starts,
 )
 from mjvec.randomization.wrapper import HookWrapper
+from mjvec.rotations import rotate_by_axis_angle
 from mjvec.xp import Rows, namespace_of
 
 MASS_SCALES = ("reference", "per_env")
-
-
-def _rotate_by_axis_angle(quat: Any, axis: Any, half: Any) -> Any:
-    """(K, 4) wxyz: quat (K, 4) times the rotation by angle 2 * half (K,) about unnormalized axis (K, 3).
-
-    The Hamilton product q * (cos h, sin h * n) with n = axis / |axis|, written out on columns: the
-    delta rotation acts in the object's own frame, as the source's quat_matrix @ delta_matrix.
-    """
-    xp = namespace_of(quat)
-    s = xp.sin(half) / xp.clip(xp.sqrt(xp.sum(axis * axis, axis=1)), min=1e-12)
-    bw, bx, by, bz = xp.cos(half), axis[:, 0] * s, axis[:, 1] * s, axis[:, 2] * s
-    aw, ax, ay, az = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
-    return xp.stack([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ], axis=1)
 
 
 class ObjectPoseLatency(HookWrapper, VectorWrapper):
@@ -97,7 +80,7 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         pos = pose[:, :3] + xp.astype(self._pos_std * rng.normal(rows, "dr/pose_noise" + suffix, (3,)), pose.dtype)
         axis = xp.astype(rng.uniform(rows, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,)), pose.dtype)
         half = rng.uniform(rows, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
-        return pos, _rotate_by_axis_angle(pose[:, 3:], axis, xp.astype(half, pose.dtype))
+        return pos, rotate_by_axis_angle(pose[:, 3:], axis, xp.astype(half, pose.dtype))
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""

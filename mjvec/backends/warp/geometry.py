@@ -24,28 +24,10 @@ from mjvec.backends import _geometry as G
 from mjvec.backends.base import FieldWrite
 from mjvec.backends.warp.build import WarpGroup, model_view, torch_view
 from mjvec.errors import FieldWriteError
+from mjvec.rotations import quat_mul, quat_to_mat_mj
 
 # Writes after which bounds or static geom poses are refreshed.
 GEOMETRY_TRIGGERS = frozenset({"geom_size", "geom_pos", "body_pos"})
-
-
-def _mul_quat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], axis=-1)
-
-
-def _quat_to_mat(q: np.ndarray) -> np.ndarray:
-    """mju_quat2Mat, batched: (..., 4) -> (..., 3, 3)."""
-    q0, q1, q2, q3 = np.moveaxis(q, -1, 0)
-    q00, q01, q02, q03 = q0 * q0, q0 * q1, q0 * q2, q0 * q3
-    q11, q12, q13, q22, q23, q33 = q1 * q1, q1 * q2, q1 * q3, q2 * q2, q2 * q3, q3 * q3
-    return np.stack([
-        np.stack([q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)], -1),
-        np.stack([2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)], -1),
-        np.stack([2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33], -1),
-    ], -2)
 
 
 class StaticGeoms:
@@ -70,13 +52,13 @@ class StaticGeoms:
         xquat[:, 0, 0] = 1.0
         for b in self.bodies:  # mj_kinematics for bodies without joints
             p = self.parent[b]
-            xpos[:, b] = xpos[:, p] + np.einsum("kij,kj->ki", _quat_to_mat(xquat[:, p]), body_pos[:, b])
-            q = _mul_quat(xquat[:, p], body_quat[:, b].astype(np.float64))
+            xpos[:, b] = xpos[:, p] + np.einsum("kij,kj->ki", quat_to_mat_mj(xquat[:, p]), body_pos[:, b])
+            q = quat_mul(xquat[:, p], body_quat[:, b].astype(np.float64))
             xquat[:, b] = q / np.linalg.norm(q, axis=-1, keepdims=True)
         bodies = self.geom_body
-        rot = _quat_to_mat(xquat[:, bodies])
+        rot = quat_to_mat_mj(xquat[:, bodies])
         gpos = xpos[:, bodies] + np.einsum("ksij,ksj->ksi", rot, geom_pos[:, self.geoms])
-        gmat = _quat_to_mat(_mul_quat(xquat[:, bodies], geom_quat[:, self.geoms].astype(np.float64)))
+        gmat = quat_to_mat_mj(quat_mul(xquat[:, bodies], geom_quat[:, self.geoms].astype(np.float64)))
         return gpos, gmat.reshape(*gmat.shape[:-2], 9)
 
     def write(self, group: WarpGroup, rows: np.ndarray, sources: dict[str, np.ndarray]) -> None:

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mjvec.tasks.cube_rotate.config import CubeRotateConfig
+from mjvec.contract import layout_size  # noqa: F401
 
-# The shared quaternion and layout helpers (cube_rotate.py reaches them as ct.<name>).
-from mjvec.tasks.simtoolreal.terms import layout_size, quat_mul, quat_rotate  # noqa: F401
+# The shared quaternion helpers (env.py reaches them as ct.<name>).
+from mjvec.rotations import canonical_quat, quat_conj, quat_mul, quat_rotate, rotation_vector  # noqa: F401
+from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 
 NUM_HAND_JOINTS = 22
 NUM_FINGERTIPS = 5
@@ -47,27 +48,11 @@ def world_angular_velocity(quat: np.ndarray, local_angvel: np.ndarray) -> np.nda
     return quat_rotate(quat, local_angvel)
 
 
-def rotation_vector(quat: np.ndarray) -> np.ndarray:
-    """(N, 3) axis * angle (rad, in [0, pi]) of unit wxyz quaternions (N, 4)."""
-    q = canonical_quat(quat)
-    sin_half = np.linalg.norm(q[:, 1:], axis=1)
-    angle = 2.0 * np.arctan2(sin_half, q[:, 0])
-    # angle / sin(angle / 2) -> 2 as the angle -> 0.
-    factor = np.where(sin_half > 1e-12, angle / np.maximum(sin_half, 1e-12), 2.0)
-    return q[:, 1:] * factor[:, None]
-
-
 def mean_angular_velocity(previous: np.ndarray, quat: np.ndarray, dt: float) -> np.ndarray:
     """(N, 3) world-frame angular velocity that turns orientation `previous` into `quat` (wxyz) in
     `dt` seconds: the rotation vector of quat * previous^-1, over dt (the step's mean velocity for a
     turn below pi per step)."""
-    inverse = previous * np.array([1.0, -1.0, -1.0, -1.0])
-    return rotation_vector(quat_mul(quat, inverse)) / dt
-
-
-def canonical_quat(quat: np.ndarray) -> np.ndarray:
-    """(N, 4) the same rotations with w >= 0 (q and -q are one rotation; the policy sees one of them)."""
-    return np.where(quat[:, :1] < 0.0, -quat, quat)
+    return rotation_vector(quat_mul(quat, quat_conj(previous))) / dt
 
 
 def rotation_term(angvel_z: np.ndarray, clip: float) -> np.ndarray:

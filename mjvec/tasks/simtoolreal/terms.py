@@ -3,7 +3,7 @@
 Everything here works on a leading batch axis (N envs), holds no state (the stateful tolerance
 curriculum is `mjvec.tasks.simtoolreal.curriculum`) and runs in the namespace of its inputs: numpy on the host,
 torch on a device (`mjvec.xp`), with the same formulas. Quaternions are wxyz (MuJoCo's order)
-unless a name says xyzw; the observation uses xyzw like the source (`wxyz_to_xyzw`).
+unless a name says xyzw; the observation uses xyzw like the source (`mjvec.rotations.wxyz_to_xyzw`).
 
 Distance "sentinels": the source marks "best distance so far" buffers as -1 when they must be
 re-initialised (episode start, new goal); the first evaluation then sets them to the current
@@ -17,6 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mjvec.contract import layout_size, layout_slices  # noqa: F401  (reached as terms.<name>)
+from mjvec.rotations import (  # noqa: F401  (the task's quaternion helpers, reached as terms.<name>)
+    cross,
+    quat_conj,
+    quat_from_axis_angle,
+    quat_mul,
+    quat_normalize,
+    quat_rotate,
+    quat_to_mat,
+    wxyz_to_xyzw,
+    xyzw_to_wxyz,
+)
 from mjvec.xp import Rows, namespace_of
 
 if TYPE_CHECKING:
@@ -31,8 +43,6 @@ NUM_FINGERTIPS = 5
 NUM_KEYPOINTS = 4
 # Box corners (+,+,+), (+,+,-), (-,-,+), (-,-,-), as in the source's _object_keypoint_offsets.
 KEYPOINT_SIGNS = np.array([[1, 1, 1], [1, 1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=np.float64)
-_XYZW = [1, 2, 3, 0]
-_WXYZ = [3, 0, 1, 2]
 
 
 def _like(value: Any, like: Array) -> Array:
@@ -40,66 +50,6 @@ def _like(value: Any, like: Array) -> Array:
     if isinstance(like, np.ndarray):
         return np.asarray(value, dtype=like.dtype)
     return namespace_of(like).asarray(value, dtype=like.dtype, device=like.device)
-
-
-# ---- quaternions (wxyz) -------------------------------------------------------------------
-def quat_mul(a: Array, b: Array) -> Array:
-    """Hamilton product a*b of (..., 4) wxyz quaternions (broadcasting), like mju_mulQuat."""
-    xp = namespace_of(a)
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return xp.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=-1,
-    )
-
-
-def quat_conj(q: Array) -> Array:
-    """Conjugate of (..., 4) wxyz quaternions (the inverse for unit quaternions)."""
-    return q * _like([1.0, -1.0, -1.0, -1.0], q)
-
-
-def cross(a: Array, b: Array) -> Array:
-    """Cross product of (..., 3) vectors (broadcasting); np.cross's overhead dominates at this size."""
-    xp = namespace_of(a)
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return xp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-
-
-def quat_rotate(q: Array, v: Array) -> Array:
-    """Rotate (..., 3) vectors by (..., 4) unit wxyz quaternions (broadcasting), like mju_rotVecQuat."""
-    w = q[..., :1]
-    u = q[..., 1:]
-    t = 2.0 * cross(u, v)
-    return v + w * t + cross(u, t)
-
-
-def quat_from_axis_angle(axis: Array, angle: Array) -> Array:
-    """(..., 4) wxyz quaternions of a rotation by `angle` (...) about unit `axis` (..., 3)."""
-    xp = namespace_of(axis)
-    half = 0.5 * angle[..., None]
-    return xp.concat([xp.cos(half), xp.sin(half) * axis], axis=-1)
-
-
-def quat_normalize(q: Array) -> Array:
-    """Unit quaternions with a non-negative w (q and -q are the same rotation)."""
-    xp = namespace_of(q)
-    q = q / xp.linalg.vector_norm(q, axis=-1, keepdims=True)
-    return xp.where(q[..., :1] < 0.0, -q, q)
-
-
-def wxyz_to_xyzw(q: Array) -> Array:
-    return q[..., _XYZW]
-
-
-def xyzw_to_wxyz(q: Array) -> Array:
-    return q[..., _WXYZ]
 
 
 def object_com_velocity(v_origin: Array, w_world: Array, quat: Array, com: Array) -> Array:
@@ -120,18 +70,6 @@ def keypoint_offsets(dims: Array, keypoint_scale: float) -> Array:
     Half-extents are keypoint_scale * dims / 2 (the source's keypointScale, 1.5).
     """
     return _like(KEYPOINT_SIGNS, dims) * (0.5 * keypoint_scale * dims)[..., None, :]
-
-
-def quat_to_mat(q: Array) -> Array:
-    """(N, 3, 3) rotation matrices of (N, 4) unit wxyz quaternions, like mju_quat2Mat."""
-    xp = namespace_of(q)
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    rows = [
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ]
-    return xp.reshape(xp.stack(rows, axis=-1), (q.shape[0], 3, 3))
 
 
 def keypoint_positions(pos: Array, quat: Array, offsets: Array) -> Array:
@@ -346,17 +284,3 @@ CRITIC_LAYOUT: tuple[tuple[str, int], ...] = (
     ("successes", 1),
     ("reward", 1),
 )
-
-
-def layout_size(layout: tuple[tuple[str, int], ...]) -> int:
-    """Total width of an observation layout."""
-    return sum(size for _, size in layout)
-
-
-def layout_slices(layout: tuple[tuple[str, int], ...]) -> dict[str, slice]:
-    """name -> slice of that block in an observation of this layout."""
-    out, start = {}, 0
-    for name, size in layout:
-        out[name] = slice(start, start + size)
-        start += size
-    return out
