@@ -10,10 +10,6 @@ tolerances below are about 20x the measured maxima; terminations must agree exac
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
 import gymnasium as gym
 import numpy as np
 import pytest
