@@ -12,10 +12,6 @@ seeds by the measured 90th percentile, so it holds for any seeds, not for chosen
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
 import gymnasium as gym
 import numpy as np
 

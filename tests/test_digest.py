@@ -11,9 +11,6 @@ for warp's cpu device (float32 results may differ on a GPU).
 from __future__ import annotations
 
 import hashlib
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import gymnasium as gym
 import numpy as np

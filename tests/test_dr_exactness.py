@@ -11,10 +11,6 @@ preset of every registered task stepping on both backends.
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
 import gymnasium as gym
 import mujoco
 import numpy as np

@@ -9,10 +9,6 @@ closes the file.
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
 import gymnasium as gym
 import numpy as np
 import pytest

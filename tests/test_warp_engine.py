@@ -8,10 +8,6 @@ a stated margin. (The 300-step SimToolReal comparison with the CPU backend is in
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-
 import re
 import subprocess
 import sys

@@ -31,6 +31,7 @@ import mujoco
 import numpy as np
 
 from mjvec.backends.checks import check_input_write, check_write
+from mjvec.backends.determinism import DETERMINISM
 from mjvec.errors import ClosedError, ConfigError, ForkedProcessError, allowed
 
 
@@ -110,6 +111,8 @@ class Capabilities:
     exact_variants: each env steps bit-exactly like its variant compiled alone (float64 CPU);
         False means "within float32 tolerance".
     inputs: the MjData state inputs `write_input` accepts; applied at the next step.
+    determinism: the key of `DETERMINISM` this backend keeps, as built (its `deterministic`
+        option included): what a second run with the same seed and actions reproduces.
     """
 
     backend: str
@@ -118,6 +121,14 @@ class Capabilities:
     device: str
     exact_variants: bool
     inputs: frozenset[str] = STATE_INPUTS
+    determinism: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.determinism not in DETERMINISM:
+            raise ConfigError(
+                f"Capabilities.determinism={self.determinism!r} is not a determinism level; allowed values are "
+                f"{allowed(DETERMINISM)}"
+            )
 
     def require(self, field_name: str, *, what: str = "field") -> FieldSpec:
         """The spec of `field_name`, or a CapabilityError naming the writable set."""

@@ -18,6 +18,7 @@ from importlib import metadata
 from typing import Any
 
 from mjvec.backends.base import Scene
+from mjvec.backends.determinism import check_deterministic
 from mjvec.errors import ConfigError, allowed
 
 
@@ -59,11 +60,14 @@ def make_backend(
     device: str | None = None,
     state_namespace: str | None = None,
     progress: bool = True,
+    deterministic: bool = False,
 ) -> Any:
     """The backend `name` over `scene`.
 
     num_threads: thread-pool size of a threaded backend (None: its default); refused elsewhere.
     device: where state lives (None: the backend's default device).
+    deterministic: ask the engine for run-to-run bit-identical results (every backend takes it;
+        `capabilities.determinism` says what the built backend keeps).
     state_namespace: "numpy" to get numpy state views whatever the backend keeps (`HostViews`:
         shared memory on a CPU device, host mirrors on a GPU); None for the backend's own arrays.
     Raises ConfigError for an unknown name, an option the backend does not take, or a backend
@@ -79,10 +83,11 @@ def make_backend(
         )
     if state_namespace not in (None, "numpy"):
         raise ConfigError(f"state_namespace must be None or 'numpy', got {state_namespace!r}")
+    deterministic = check_deterministic(deterministic)
     if importlib.util.find_spec(entry.module) is None:
         raise ConfigError(f"backend={name!r} is not available in this build of mjvec; use backend='cpu'")
     cls = getattr(importlib.import_module(entry.module), entry.cls)
-    kwargs: dict[str, Any] = {"progress": progress}
+    kwargs: dict[str, Any] = {"progress": progress, "deterministic": deterministic}
     if entry.threads:
         kwargs["num_threads"] = num_threads
     if entry.default_device is not None:

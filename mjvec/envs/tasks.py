@@ -44,6 +44,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.backends.base import Scene
+from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.fields import field_specs
 from mjvec.backends.registry import backend_entry, make_backend, native_namespace
 from mjvec.envs import memory
@@ -78,6 +79,9 @@ class TaskOptions:
         (case-insensitive), or a sequence of `EventTerm`s (model-field DR).
     record_episode_statistics: add ``info["episode"]`` at episode ends.
     max_episode_steps: the episode limit in control steps (None: the task's own).
+    deterministic: ask the backend for run-to-run bit-identical results (True or False; on Warp
+        it turns on mujoco-warp's deterministic mode). What the built backend keeps is
+        ``env.unwrapped.backend.capabilities.determinism`` (`mjvec.backends.determinism`).
     task_namespace: where the task layer runs. None: where the backend keeps its state if the task
         runs in that namespace (`register_task`'s ``namespaces``), else numpy over host views;
         "numpy": on the host whatever the backend, through per-step host copies of a device's
@@ -103,6 +107,7 @@ class TaskOptions:
     record_episode_statistics: bool = False
     max_episode_steps: int | None = None
     task_namespace: str | None = None
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         randomization = self.randomization
@@ -126,6 +131,7 @@ class TaskOptions:
             raise ConfigError(
                 f"record_episode_statistics must be True or False, got {self.record_episode_statistics!r}"
             )
+        check_deterministic(self.deterministic)
         parse_autoreset_mode(self.autoreset_mode)
         if self.render_mode is not None and self.render_mode not in RENDER_MODES:
             raise ConfigError(
@@ -227,7 +233,8 @@ class Task:
         takes_device = backend_entry(opts.backend).default_device is not None
         host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
         backend = make_backend(opts.backend, scene, num_threads=opts.num_threads,
-                               device=opts.device if takes_device else None, state_namespace="numpy" if host else None)
+                               device=opts.device if takes_device else None, state_namespace="numpy" if host else None,
+                               deterministic=opts.deterministic)
         try:
             env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
         except Exception:

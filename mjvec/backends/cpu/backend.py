@@ -37,6 +37,7 @@ from mjvec.backends.base import (
 from mjvec.backends.checks import validate_env_ids
 from mjvec.backends.cpu.geometry import GeometryWrites
 from mjvec.backends.cpu.setconst import PerEnvSetConst, batch_rows, exact_batch_set_const
+from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.errors import ConfigError
 
@@ -79,6 +80,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
     forward_after_step: compute mj_forward's stages at the end of every step, so derived fields
         (xpos, site_xpos, ...) are current with qpos; otherwise they describe the start of the last
         substep, as after mj_step.
+    deterministic: accepted for every backend's sake; `mujoco.batch` is bit-identical at any thread
+        count either way, so `capabilities.determinism` is "bit_exact" whatever it is.
     """
 
     def __init__(
@@ -88,7 +91,9 @@ class CpuBackend(GeometryWrites, SceneBackend):
         num_threads: int | None = None,
         forward_after_step: bool = False,
         progress: bool = True,
+        deterministic: bool = False,
     ) -> None:
+        check_deterministic(deterministic)
         threads = default_num_threads() if num_threads is None else num_threads
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ConfigError(f"num_threads must be an int >= 1 or None, got {num_threads!r}")
@@ -113,7 +118,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
         specs = F.field_specs(self._model, np.float64)
         self._capabilities = Capabilities(
             backend="cpu", fields=frozen_mapping(specs), array_namespace="numpy", device="cpu",
-            exact_variants=True,
+            exact_variants=True, determinism="bit_exact",
         )
         self._defaults = {name: self._gather_field(name) for name in specs}
         for value in self._defaults.values():

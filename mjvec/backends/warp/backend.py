@@ -39,6 +39,7 @@ from mjvec.backends.base import (
     frozen_mapping,
 )
 from mjvec.backends.checks import validate_env_ids
+from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.variants import Routing, canonical_model, plan_groups
 from mjvec.backends.warp import build as B
 from mjvec.backends.warp.device_path import overflow_error, reset_where, step_groups
@@ -62,6 +63,10 @@ class WarpBackend(GeometryWrites, SceneBackend):
     use_graph: replay captured graphs for step/forward/reset (False: launch eagerly, for debugging).
     overflow_check_interval: steps between host checks of the device's buffer-overflow flags (1:
         every step, which reads a mask back each step and so waits for the device).
+    deterministic: set mujoco_warp's deterministic mode (``opt.deterministic = DeterminismType.ALL``)
+        on every group's Model before any kernel is loaded or graph captured. What that buys on this
+        device is `capabilities.determinism` (see mjvec.backends.determinism: on a GPU, mujoco-warp
+        4.0.0 fixes the order of float atomics but not of contacts and constraint rows).
     """
 
     def __init__(
@@ -74,7 +79,9 @@ class WarpBackend(GeometryWrites, SceneBackend):
         use_graph: bool = True,
         overflow_check_interval: int = 1000,
         progress: bool = True,
+        deterministic: bool = False,
     ) -> None:
+        self._deterministic = check_deterministic(deterministic)
         if isinstance(overflow_check_interval, bool) or not isinstance(overflow_check_interval, int) or \
                 overflow_check_interval < 1:
             raise ConfigError(f"overflow_check_interval must be an int >= 1, got {overflow_check_interval!r}")
@@ -96,7 +103,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
         self._statics = [StaticGeoms(plan.template) for plan in plans]
         with wp.ScopedDevice(self._wp_device):
             for group, statics in zip(self._groups, self._statics, strict=True):
-                group.m = B.build_model(group)
+                group.m = B.build_model(group, deterministic=self._deterministic)
                 ncon, nj, nnz = B.default_sizes(group.template, nconmax, njmax)
                 group.d = mjw.make_data(group.template, nworld=group.nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
                 statics.write(group, np.arange(group.nworld), {
@@ -110,7 +117,7 @@ class WarpBackend(GeometryWrites, SceneBackend):
         self._recompute_groups = B.recompute_groups(self._model)
         self._capabilities = Capabilities(
             backend="warp", fields=frozen_mapping(specs), array_namespace="torch", device=self._device,
-            exact_variants=False,
+            exact_variants=False, determinism="none" if self._wp_device.is_cuda else "run_to_run",
         )
         self._defaults = {name: self._gather_field(name) for name in specs}
         for value in self._defaults.values():
@@ -129,6 +136,11 @@ class WarpBackend(GeometryWrites, SceneBackend):
     @property
     def device(self) -> str:
         return self._device
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether mujoco_warp's deterministic mode is on in every group (the constructor's option)."""
+        return self._deterministic
 
     @property
     def num_groups(self) -> int:

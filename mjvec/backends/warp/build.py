@@ -268,9 +268,13 @@ def model_view(group: WarpGroup, name: str) -> Any:
     return torch_view(getattr(group.m, name), np.shape(getattr(group.template, name)))
 
 
-def build_model(group: WarpGroup) -> Any:
+def build_model(group: WarpGroup, *, deterministic: bool = False) -> Any:
     """The group's mujoco_warp Model, every `per_world` field and option with each env's own row.
 
+    deterministic: mujoco_warp's ``opt.deterministic`` (``DeterminismType.ALL`` or ``NONE``). It is a
+    host-side flag mujoco_warp reads when it picks kernels (factories with a `deterministic`
+    argument, compiled with warp's RUN_TO_RUN module option) and launches them, so it must be set
+    here, before any kernel is loaded or graph captured: a graph replays what was launched at capture.
     Call inside `wp.ScopedDevice(device)`.
     """
     plan, n = group.plan, group.nworld
@@ -298,6 +302,7 @@ def build_model(group: WarpGroup) -> Any:
         setattr(m.opt, OPTION_NAMES[name], wp.array(np.ascontiguousarray(value, np.float32), dtype=current.dtype))
     # Overflow is detected per world by the backend and raised, not printf'd from kernels.
     m.opt.warn_overflow = 0
+    m.opt.deterministic = int(mjw.DeterminismType.ALL if deterministic else mjw.DeterminismType.NONE)
     return m
 
 
