@@ -40,7 +40,7 @@ perceives), filled by wrappers and released on their close.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -149,10 +149,15 @@ class Lifecycle:
 
 
 class HookSlots:
-    """Named slots a task declares, each holding at most one source callable (filled by a wrapper)."""
+    """Named slots a task declares, each holding at most one source callable (filled by a wrapper).
 
-    def __init__(self, owner: str) -> None:
+    rng: the env's streams. A source runs with draws permitted even where the env refuses them (in
+    the task's `_observe`): a wrapper's source draws for exactly the envs it concerns itself.
+    """
+
+    def __init__(self, owner: str, rng: EnvRandom | None = None) -> None:
         self._owner = owner
+        self._rng = rng
         self._sources: dict[str, Callable[..., object] | None] = {}
 
     def declare(self, name: str) -> None:
@@ -182,8 +187,17 @@ class HookSlots:
         return release
 
     def get(self, name: str) -> Callable[..., object] | None:
-        """The source of slot `name`, or None when it is empty."""
-        return self._sources.get(name)
+        """The source of slot `name` (called with draws permitted), or None when it is empty."""
+        source = self._sources.get(name)
+        if source is None or self._rng is None:
+            return source
+        rng = self._rng
+
+        def permitted(*args: object, **kwargs: object) -> object:
+            with rng.permitted():
+                return source(*args, **kwargs)
+
+        return permitted
 
     def counts(self) -> dict[str, int]:
         """1 for each filled slot, 0 for each empty one."""
@@ -192,19 +206,32 @@ class HookSlots:
 
 @runtime_checkable
 class EnvHooks(Protocol):
-    """What every mjvec env offers the wrappers.
+    """What every mjvec env offers the wrappers, and everything a wrapper may touch on it.
 
-    add_observation_transform(fn): ``fn(obs, event: ObsEvent) -> obs`` on the numpy observation
-        of every reset() and step() (and SAME_STEP's terminal observation), in the order added.
-    add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) float64 action
-        batch of a step that will run (never on a refused step).
+    num_envs: the batch size N. single_observation_space: one env's observation space (a Box or a
+        Dict of them). xp: the array namespace the env's state lives in (numpy on the host, torch
+        on a device); every array below is in it. all_rows: the `mjvec.xp.Rows` of every env.
+    rng: the env's per-env random streams (`mjvec.rng.EnvRandom`), the only source of randomness.
+    lifecycle: the startup / reset / interval events (`Lifecycle`).
+    zeros(tail, dtype): a fresh (N, *tail) zero array. asarray(value, dtype): host data as an array.
+    add_observation_transform(fn): ``fn(obs, event: ObsEvent) -> obs`` on the observation of every
+        reset() and step() (and SAME_STEP's terminal observation), in the order added.
+    add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) action batch of a
+        step that will run (never on a refused step).
     hook_registrations(): how many callbacks/slots are registered, by kind (all 0 once every
         wrapper is closed).
     """
 
     num_envs: int
+    single_observation_space: Any
+    xp: Any
+    all_rows: Rows
     rng: EnvRandom
     lifecycle: Lifecycle
+
+    def zeros(self, tail: tuple[int, ...], dtype: Any) -> Any: ...
+
+    def asarray(self, value: Any, dtype: Any = None) -> Any: ...
 
     def add_observation_transform(self, fn: ObsTransform) -> Release: ...
 
@@ -214,11 +241,28 @@ class EnvHooks(Protocol):
 
 
 @runtime_checkable
+class BackendHooks(Protocol):
+    """backend: the env's simulator backend (`mjvec.backends.base.Backend`): model-field writes
+    (`write_fields`) and declared state inputs (`write_input`) go through it."""
+
+    backend: Any
+
+
+@runtime_checkable
 class PolicyLayoutHooks(Protocol):
     """policy_layout: the (name, width) blocks of the policy observation, in order (the policy
     observation is the array itself, or ``obs["policy"]`` for a dict observation)."""
 
     policy_layout: tuple[tuple[str, int], ...]
+
+
+@runtime_checkable
+class ObservationLayoutHooks(Protocol):
+    """observation_layouts: for each observation key (None for a Box observation, the key for a Dict
+    one) the (name, width) blocks of that array's last axis, in order. A key absent here has no
+    named blocks. `mjvec.envs.base.MjVecEnv` derives it from a task's `policy_layout`."""
+
+    observation_layouts: Mapping[str | None, tuple[tuple[str, int], ...]]
 
 
 Layout = tuple[tuple[str, int], ...]

@@ -20,10 +20,11 @@ cryptographic.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,7 +117,28 @@ class EnvRandom:
         self._keys: Any = self._zeros()
         self._counters: dict[str, Any] = {}
         self._device_steps: dict[int, Any] = {}
+        self._refusal: str | None = None
         self.seed(seed)
+
+    @contextlib.contextmanager
+    def refused(self, why: str) -> Iterator[None]:
+        """Inside this block every draw raises ConfigError(why) before any counter moves (the env
+        refuses draws where a draw would break its promises, e.g. in a task's `_observe`)."""
+        previous, self._refusal = self._refusal, why
+        try:
+            yield
+        finally:
+            self._refusal = previous
+
+    @contextlib.contextmanager
+    def permitted(self) -> Iterator[None]:
+        """Draws are allowed again inside this block (a wrapper's hook source called from a task's
+        `_observe` draws for the envs it concerns itself)."""
+        previous, self._refusal = self._refusal, None
+        try:
+            yield
+        finally:
+            self._refusal = previous
 
     @property
     def num_envs(self) -> int:
@@ -163,6 +185,8 @@ class EnvRandom:
     def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
         """(rows, count) raw random words (uint64 on the host, int64 with the same bits on a device);
         advances each selected env's counter on `stream` by count."""
+        if self._refusal is not None:
+            raise ConfigError(self._refusal)
         rows = self._rows(rows)
         counters = self._counters.get(stream)
         if counters is None:

@@ -164,8 +164,11 @@ def test_paper_preset_with_goal_refills_is_deterministic_across_num_envs() -> No
 @pytest.mark.parametrize(
     ("wrap", "match"),
     [
-        (lambda e: ObservationNoise(e, "nope", 0.1), "block 'nope' is not one of"),
-        (lambda e: ObservationNoise(e, "joint_vel", -1.0), "std must be finite and >= 0"),
+        (lambda e: ObservationNoise(e, "nope", 0.1), "block 'nope' is not one of the observation's blocks"),
+        (lambda e: ObservationNoise(e, "joint_vel", -1.0), "scale must be a finite number >= 0"),
+        (lambda e: ObservationNoise(e, "joint_vel", 0.1, distribution="laplace"),
+         "distribution .laplace. is not one of"),
+        (lambda e: ObservationNoise(e, "joint_vel", 0.1, key="critic"), "key .critic. has no named blocks"),
         (lambda e: ObservationDelay(e, -1), "max_delay must be an int >= 0"),
         (lambda e: ActionDelay(e, 1.5), "max_delay must be an int >= 0"),
         (lambda e: ObjectPoseLatency(e, pos_std=float("nan")), "pos_std must be finite"),

@@ -45,8 +45,8 @@ class PushableArm(ArmEnv):
 @pytest.mark.parametrize(
     ("wrap", "match"),
     [
-        (ObservationNoise, r"ObservationNoise needs hooks that ArmEnv does not declare: PolicyLayoutHooks "
-                           r"\(missing \['policy_layout'\]\)"),
+        (ObservationNoise, r"ObservationNoise: block 'joint_vel' is not one of the observation's blocks \{\} "
+                           r"\(the task declares no observation layout: set policy_layout\)"),
         (ObjectPoseLatency, r"ObjectPoseLatency needs .*ObjectPoseHooks \(missing \['set_object_pose_source', "
                             r"'true_object_pose'\]\)"),
         (ObjectScaleNoise, r"ObjectScaleNoise needs .*ObjectScaleHooks \(missing \['object_scales', "

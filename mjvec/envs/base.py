@@ -189,7 +189,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         self._action_transforms: list[Callable[[np.ndarray], np.ndarray]] = []
         self._obs_transforms: list[ObsTransform] = []
         # Named one-source hooks a task declares (`HookSlots.declare`) and wrappers fill.
-        self._slots = HookSlots(type(self).__name__)
+        self._slots = HookSlots(type(self).__name__, self.rng)
         # The last observation returned (numpy, kept only while observation transforms exist): the
         # rows a partial reset returns for the envs it does not reset.
         self._last_obs: Any = None
@@ -210,7 +210,14 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         raise NotImplementedError(f"{type(self).__name__} must implement _evaluate")
 
     def _observe(self) -> Any:
-        """(N, ...) float observation (or a dict of them), a fresh array matching the single space."""
+        """(N, ...) float observation (or a dict of them), a fresh array matching the single space.
+
+        A pure function of the state: the base calls it for every row after a partial reset and
+        twice in a SAME_STEP autoreset step, so it draws no randomness itself (a draw here raises
+        ConfigError). Observation noise belongs in an observation transform
+        (`add_observation_transform`), which is told which rows are new (`ObsEvent`), or in a hook
+        slot's source (`HookSlots`), which draws for the envs it concerns.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement _observe")
 
     def _reset_envs(self, rows: Rows) -> None:
@@ -282,10 +289,36 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         rows = self._all_rows if mask is None else self._rows_of_host_mask(mask)
         self._reset_rows(rows)
         self._has_reset = True
-        obs = self._transform_obs(self._observe(), ObsEvent(False, rows), previous=self._last_obs)
+        obs = self._transform_obs(self._task_obs(), ObsEvent(False, rows), previous=self._last_obs)
         info = self._reset_info(rows)
         check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
         return self._finish_obs(obs), self._host_info(masked_info(info, rows.mask))
+
+    def _task_obs(self) -> Any:
+        """The task's `_observe`, with the random streams refusing draws."""
+        with self.rng.refused(
+            f"{type(self).__name__}._observe drew from self.rng: an observation is recomputed for every "
+            "row (after a partial reset, twice in a same_step autoreset), so a draw there would add noise "
+            "that does not follow each env's own stream. Draw noise in an observation transform instead "
+            "(mjvec.randomization.ObservationNoise, or env.add_observation_transform)"
+        ):
+            return self._observe()
+
+    @property
+    def all_rows(self) -> Rows:
+        """The `mjvec.xp.Rows` of every env (a dense mask on a device, all ids on the host)."""
+        return self._all_rows
+
+    @property
+    def observation_layouts(self) -> dict[str | None, tuple[tuple[str, int], ...]]:
+        """The named blocks of the observation, per key (None: a Box observation), from the task's
+        class attributes: ``policy_layout`` for a Box observation, and ``<key>_layout`` for each key
+        of a Dict one (``policy_layout``, ``critic_layout``, ...). Observation noise addresses blocks
+        through it (`mjvec.contract.ObservationLayoutHooks`)."""
+        space = self.single_observation_space
+        if isinstance(space, gym.spaces.Dict):
+            return {key: getattr(self, f"{key}_layout") for key in space.spaces if hasattr(self, f"{key}_layout")}
+        return {None: self.policy_layout} if hasattr(self, "policy_layout") else {}
 
     def _rows_of_host_mask(self, mask: np.ndarray) -> Rows:
         """The envs of a host bool mask, as this env's rows (a device mask for device state)."""
@@ -357,11 +390,11 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         if rows.any():
             self._reset_rows(rows)
         self._needs_reset = needs_reset
-        return self._transform_obs(self._observe(), ObsEvent(True, rows if rows.any() else self._no_rows))
+        return self._transform_obs(self._task_obs(), ObsEvent(True, rows if rows.any() else self._no_rows))
 
     def _same_step_obs(self, done: Any, info: dict[str, Any]) -> Any:
         """SAME_STEP: the transformed terminal obs (``final_obs``), then the done envs reset and observed."""
-        terminal = self._transform_obs(self._observe(), ObsEvent(True, self._no_rows))
+        terminal = self._transform_obs(self._task_obs(), ObsEvent(True, self._no_rows))
         rows = Rows.of_mask(done)
         if not rows.any():
             return terminal
@@ -369,7 +402,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         info["final_obs"], info["_final_obs"] = terminal, self.xp.asarray(done, copy=True)
         info["final_info"], info["_final_info"] = final_info, self.xp.asarray(done, copy=True)
         self._reset_rows(rows)
-        return self._transform_obs(self._observe(), ObsEvent(False, rows), previous=terminal)
+        return self._transform_obs(self._task_obs(), ObsEvent(False, rows), previous=terminal)
 
     def _evaluate_step(self, active: Any, failed: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         """Call `_evaluate` and apply the base's rules to inactive and failed rows."""

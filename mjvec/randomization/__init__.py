@@ -4,10 +4,12 @@ from typing import Any
 
 from mjvec._moved import moved_attribute
 from mjvec.contract import (
+    BackendHooks,
     EnvHooks,
     GoalSegmentHooks,
     ObjectPoseHooks,
     ObjectScaleHooks,
+    ObservationLayoutHooks,
     ObsEvent,
     PolicyLayoutHooks,
     PushHooks,
@@ -36,6 +38,7 @@ __all__ = [
     "MODES",
     "OPERATIONS",
     "ActionDelay",
+    "BackendHooks",
     "DomainRandomization",
     "EnvHooks",
     "EventTerm",
@@ -47,6 +50,7 @@ __all__ = [
     "ObjectScaleNoise",
     "ObsEvent",
     "ObservationDelay",
+    "ObservationLayoutHooks",
     "ObservationNoise",
     "PolicyLayoutHooks",
     "PushHooks",

@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.backends.base import FieldWrite
+from mjvec.contract import BackendHooks, EnvHooks, require_hooks
 from mjvec.errors import ConfigError, FieldWriteError, allowed
 from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
 from mjvec.randomization.wrapper import HookWrapper
@@ -76,8 +77,8 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
 class DomainRandomization(HookWrapper, VectorWrapper):
     """Randomize model fields on lifecycle events (see the module docstring).
 
-    env: an mjvec env (or a wrapper of one); its `unwrapped` must have `backend`, `lifecycle` and
-        `rng`.
+    env: an mjvec env (or a wrapper of one); its `unwrapped` must implement `EnvHooks` and
+        `BackendHooks` (`mjvec.contract`).
     terms: the EventTerms; names must be unique.
     `dr_params[name]` holds each env's latest draw of each term ((num_envs, M) or (num_envs, M, C);
     NaN until first sampled), for logging and privileged observations.
@@ -85,10 +86,7 @@ class DomainRandomization(HookWrapper, VectorWrapper):
 
     def __init__(self, env: VectorEnv, terms: Sequence[EventTerm]) -> None:
         super().__init__(env)
-        base = env.unwrapped
-        for attr in ("backend", "lifecycle", "rng"):
-            if not hasattr(base, attr):
-                raise ConfigError(f"DomainRandomization needs an mjvec env (missing {attr!r} on {type(base).__name__})")
+        base = require_hooks(env, EnvHooks, BackendHooks, who="DomainRandomization")
         self._backend = base.backend
         self._rng = base.rng
         self._terms = tuple(terms)

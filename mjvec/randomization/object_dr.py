@@ -25,17 +25,11 @@ from mjvec.contract import (
 )
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.inputs import StateInput
-from mjvec.randomization.perception import (
-    _check_delay,
-    _copy,
-    _DelayQueue,
-    _ResetMarks,
-    _segment_hooks,
-    _with_segment_starts,
-)
+from mjvec.randomization.queues import DelayQueue, ResetMarks, check_delay, segment_hooks, with_segment_starts
 from mjvec.randomization.wrapper import HookWrapper
 from mjvec.rotations import rotate_by_axis_angle
 from mjvec.xp import Rows, namespace_of
+from mjvec.xp import copy_array as _copy
 
 MASS_SCALES = ("reference", "per_env")
 
@@ -59,16 +53,16 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
                  refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, ObjectPoseHooks, who="ObjectPoseLatency")
-        self._segments = _segment_hooks(env, refill_on_goal, "ObjectPoseLatency")
-        _check_delay("ObjectPoseLatency", max_delay)
+        self._segments = segment_hooks(env, refill_on_goal, "ObjectPoseLatency")
+        check_delay("ObjectPoseLatency", max_delay)
         for name, value in (("pos_std", pos_std), ("rot_deg", rot_deg)):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"ObjectPoseLatency: {name} must be finite and >= 0, got {value}")
         self._base, self._max = base, max_delay
         self._pos_std, self._rot = pos_std, math.radians(rot_deg)
-        self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base)
-        self._all = base._all_rows
+        self._queue = DelayQueue(max_delay + 1)
+        self._marks = ResetMarks(base)
+        self._all = base.all_rows
         self._observed: tuple[Any, Any] | None = None
         self._register(lambda: base.set_object_pose_source(self._pose),
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
@@ -85,7 +79,7 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
         pos, quat = self._base.true_object_pose()
-        refill = _with_segment_starts(self._marks.take(), self._segments, 0)
+        refill = with_segment_starts(self._marks.take(), self._segments, 0)
         self._queue.push(namespace_of(pos).concat([pos, quat], axis=1), refill)
         ages = self._base.rng.integers(self._all, "dr/pose_delay", 0, self._max + 1)
         self._observed = self._sample(self._queue.read(ages), self._all)
@@ -173,7 +167,7 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
         self._body = np.array([int(base.push_body_id)], np.int64)
         self._prob = [base.zeros((), base.xp.float64) for _ in range(2)]  # force, torque
-        self._all = base._all_rows
+        self._all = base.all_rows
         self.force_pushed = base.zeros((), base.xp.bool)
         self.torque_pushed = base.zeros((), base.xp.bool)
         self.pushed = base.zeros((), base.xp.bool)

@@ -29,34 +29,15 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.contract import (
     EnvHooks,
-    GoalSegmentHooks,
+    ObservationLayoutHooks,
     ObsEvent,
-    PolicyLayoutHooks,
     require_hooks,
 )
 from mjvec.errors import ConfigError, allowed
+from mjvec.randomization.queues import DelayQueue, ResetMarks, check_delay, segment_hooks, with_segment_starts
 from mjvec.randomization.wrapper import HookWrapper
-from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
-
-
-def _check_delay(who: str, max_delay: object) -> None:
-    if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
-        raise ConfigError(f"{who}: max_delay must be an int >= 0, got {max_delay!r}")
-
-
-def _segment_hooks(env: VectorEnv, refill_on_goal: object, who: str) -> Any:
-    """The unwrapped env when refill_on_goal is True (checked for `GoalSegmentHooks`), else None."""
-    if not isinstance(refill_on_goal, bool):
-        raise ConfigError(f"{who}: refill_on_goal must be a bool, got {refill_on_goal!r}")
-    return require_hooks(env, GoalSegmentHooks, who=f"{who}(refill_on_goal=True)") if refill_on_goal else None
-
-
-def _with_segment_starts(rows: Rows, segments: Any, steps_since_start: int) -> Rows:
-    """`rows` plus the envs whose goal-segment counter equals `steps_since_start`."""
-    if segments is None:
-        return rows
-    return rows.union(segments.goal_segment_steps() == steps_since_start)
+from mjvec.xp import namespace_of
 
 
 def _policy(obs: Any) -> Any:
@@ -69,98 +50,77 @@ def _with_policy(obs: Any, policy: Any) -> Any:
     return policy
 
 
-class _ResetMarks:
-    """Envs reset since the last time a queue looked (`mark` is a lifecycle reset callback), as a
-    mask in the env's namespace."""
-
-    def __init__(self, base: Any) -> None:
-        self.marked = base.zeros((), base.xp.bool) | True
-
-    def mark(self, rows: Rows) -> None:
-        rows.put(self.marked, True)
-
-    def take(self) -> Rows:
-        rows = Rows.of_mask(_copy(self.marked))
-        self.marked[...] = False
-        return rows
+NOISE_DISTRIBUTIONS = ("gaussian", "uniform")
 
 
-class _DelayQueue:
-    """A ring of the last `depth` values (depth, N, ...); `read` picks a random age per env.
+def _find_block(layouts: Mapping[str | None, Any], block: str, key: str | None) -> tuple[str | None, slice]:
+    """(key, slice) of `block` in the task's observation layouts, or a ConfigError naming what it knows.
 
-    Age 0 is the newest value. A ring (not a roll) so that a push writes one slot.
+    key None: the Box observation, or the Dict's "policy" key (what the policy perceives), or else
+    the one key whose layout has the block.
     """
-
-    def __init__(self, depth: int) -> None:
-        self.depth = depth
-        self.buf: Any = None
-        self.head = 0
-
-    def _fill(self, value: Any) -> None:
-        xp = namespace_of(value)
-        self.buf = xp.stack([value] * self.depth, axis=0)
-
-    def push(self, value: Any, refill: Rows) -> None:
-        """Add `value` as the newest; envs in `refill` (just reset) get it at every age."""
-        if self.buf is None:
-            self._fill(value)
-            return
-        self.head = (self.head - 1) % self.depth
-        self.buf[self.head] = value
-        self.refill(value, refill)
-
-    def refill(self, value: Any, rows: Rows) -> None:
-        """Set every age of envs `rows` to their `value` row (all envs on first use); no shift."""
-        if self.buf is None:
-            self._fill(value)
-        elif rows.any():
-            fresh = rows.take(value)
-            for age in range(self.depth):
-                rows.put(self.buf[age], fresh)
-
-    def newest(self) -> Any:
-        assert self.buf is not None
-        return self.buf[self.head]
-
-    def read(self, ages: Any) -> Any:
-        assert self.buf is not None
-        xp = namespace_of(ages)
-        envs = xp.arange(ages.shape[0], device=getattr(ages, "device", None)) if xp is not np else np.arange(ages.size)
-        return self.buf[(self.head + ages) % self.depth, envs]
+    known = {k: [name for name, _ in layout] for k, layout in layouts.items()}
+    if key is not None and key not in known:
+        raise ConfigError(f"ObservationNoise: observation key {key!r} has no named blocks; keys with blocks are "
+                          f"{allowed([k for k in known if k is not None])}")
+    where = [k for k, names in known.items() if block in names and (key is None or k == key)]
+    if key is None and len(where) > 1 and "policy" in where:
+        where = ["policy"]
+    if len(where) != 1:
+        blocks = {("(box)" if k is None else k): names for k, names in known.items()}
+        problem = (f"is in the keys {where}; pass key= one of them" if where
+                   else f"is not one of the observation's blocks {blocks}")
+        raise ConfigError(f"ObservationNoise: block {block!r} {problem}"
+                          + ("" if known else " (the task declares no observation layout: set policy_layout)"))
+    start = 0
+    for name, width in layouts[where[0]]:
+        if name == block:
+            return where[0], slice(start, start + width)
+        start += width
+    raise AssertionError(block)  # found above
 
 
 class ObservationNoise(HookWrapper, VectorWrapper):
-    """Add N(0, std) to one block of the policy observation (default: joint_vel, 0.1).
+    """Add noise to one named block of the observation (default: joint_vel, N(0, 0.1)).
 
-    Needs `EnvHooks` and `PolicyLayoutHooks`. Each step draws one noise vector per env on the
-    stream ``dr/obs_noise/<block>``; a reset draws for the reset envs only, on
-    ``dr/obs_noise/<block>/reset``.
+    block: a block name of the task's declared layouts (`ObservationLayoutHooks`: ``policy_layout``
+        for a Box observation, ``<key>_layout`` for the keys of a Dict one).
+    scale: the Gaussian's standard deviation, or the half-width h of U(-h, h) for uniform noise.
+    distribution: "gaussian" or "uniform".
+    key: the Dict observation key holding the block (None: the Box observation, or a Dict's
+        "policy" key, or else the one key that has the block).
+    Each step draws one noise vector per env on the stream ``dr/obs_noise/<block>``; a reset draws
+    for the reset envs only, on ``dr/obs_noise/<block>/reset``. Needs `EnvHooks`.
     """
 
-    def __init__(self, env: VectorEnv, block: str = "joint_vel", std: float = 0.1) -> None:
+    def __init__(self, env: VectorEnv, block: str = "joint_vel", scale: float = 0.1, *,
+                 distribution: str = "gaussian", key: str | None = None) -> None:
         super().__init__(env)
-        base = require_hooks(env, EnvHooks, PolicyLayoutHooks, who="ObservationNoise")
-        starts, pos = {}, 0
-        for name, width in base.policy_layout:
-            starts[name] = slice(pos, pos + width)
-            pos += width
-        if block not in starts:
-            raise ConfigError(f"ObservationNoise: block {block!r} is not one of {allowed(starts)}")
-        if not (math.isfinite(std) and std >= 0):
-            raise ConfigError(f"ObservationNoise: std must be finite and >= 0, got {std}")
-        self._slice, self._std, self._base = starts[block], float(std), base
-        self._all = base._all_rows
+        base = require_hooks(env, EnvHooks, ObservationLayoutHooks, who="ObservationNoise")
+        if distribution not in NOISE_DISTRIBUTIONS:
+            raise ConfigError(f"ObservationNoise: distribution {distribution!r} is not one of "
+                              f"{allowed(NOISE_DISTRIBUTIONS)}")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale >= 0):
+            raise ConfigError(f"ObservationNoise: scale must be a finite number >= 0 (the Gaussian's std or the "
+                              f"uniform half-width), got {scale!r}")
+        self._key, self._slice = _find_block(base.observation_layouts, block, key)
+        self._scale, self._uniform, self._base = float(scale), distribution == "uniform", base
+        self._all = base.all_rows
         self._stream = f"dr/obs_noise/{block}"
         self._register(lambda: base.add_observation_transform(self._transform))
 
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
-        policy = _copy(_policy(obs))
         rows, stream = (self._all, self._stream) if event.stepped else (event.reset, f"{self._stream}/reset")
         width = self._slice.stop - self._slice.start
-        noise = self._base.rng.normal(rows, stream, (width,), dtype=np.float32) * self._std
-        block = policy[:, self._slice]  # a view: the rows below write through
-        rows.put(block, rows.take(block) + noise)
-        return _with_policy(obs, policy)
+        rng = self._base.rng
+        if self._uniform:
+            noise = rng.uniform(rows, stream, -self._scale, self._scale, (width,))
+        else:
+            noise = rng.normal(rows, stream, (width,), dtype=np.float32) * self._scale
+        array = _copy(obs if self._key is None else obs[self._key])
+        block = array[..., self._slice]  # a view: the rows below write through
+        rows.put(block, rows.take(block) + namespace_of(block).astype(noise, block.dtype))
+        return array if self._key is None else {**obs, self._key: array}
 
 
 class ObservationDelay(HookWrapper, VectorWrapper):
@@ -176,11 +136,11 @@ class ObservationDelay(HookWrapper, VectorWrapper):
     def __init__(self, env: VectorEnv, max_delay: int = 2, refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, who="ObservationDelay")
-        _check_delay("ObservationDelay", max_delay)
-        self._segments = _segment_hooks(env, refill_on_goal, "ObservationDelay")
+        check_delay("ObservationDelay", max_delay)
+        self._segments = segment_hooks(env, refill_on_goal, "ObservationDelay")
         self._base, self._max = base, max_delay
-        self._queue = _DelayQueue(max_delay + 1)
-        self._all = base._all_rows
+        self._queue = DelayQueue(max_delay + 1)
+        self._all = base.all_rows
         self._register(lambda: base.add_observation_transform(self._transform))
 
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
@@ -188,7 +148,7 @@ class ObservationDelay(HookWrapper, VectorWrapper):
         if not event.stepped:
             self._queue.refill(fresh, event.reset)
             return obs
-        self._queue.push(fresh, _with_segment_starts(event.reset, self._segments, 1))
+        self._queue.push(fresh, with_segment_starts(event.reset, self._segments, 1))
         ages = self._base.rng.integers(self._all, "dr/obs_delay", 0, self._max + 1)
         return _with_policy(obs, self._queue.read(ages))
 
@@ -205,16 +165,16 @@ class ActionDelay(HookWrapper, VectorWrapper):
     def __init__(self, env: VectorEnv, max_delay: int = 2, refill_on_goal: bool = False) -> None:
         super().__init__(env)
         base = require_hooks(env, EnvHooks, who="ActionDelay")
-        _check_delay("ActionDelay", max_delay)
-        self._segments = _segment_hooks(env, refill_on_goal, "ActionDelay")
+        check_delay("ActionDelay", max_delay)
+        self._segments = segment_hooks(env, refill_on_goal, "ActionDelay")
         self._base, self._max = base, max_delay
-        self._queue = _DelayQueue(max_delay + 1)
-        self._marks = _ResetMarks(base)
-        self._all = base._all_rows
+        self._queue = DelayQueue(max_delay + 1)
+        self._marks = ResetMarks(base)
+        self._all = base.all_rows
         self._register(lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.add_action_transform(self._transform))
 
     def _transform(self, actions: Any) -> Any:
-        self._queue.push(actions, _with_segment_starts(self._marks.take(), self._segments, 1))
+        self._queue.push(actions, with_segment_starts(self._marks.take(), self._segments, 1))
         ages = self._base.rng.integers(self._all, "dr/action_delay", 0, self._max + 1)
         return self._queue.read(ages)

@@ -1,0 +1,98 @@
+"""What the delay wrappers share: delay queues, reset marks and the goal-segment refill rule.
+
+A `DelayQueue` is a ring of the last `depth` values of a per-env array; `ResetMarks` remembers which
+envs reset since a queue last looked; `segment_hooks` / `with_segment_starts` implement the
+source's refill at each new goal segment (`mjvec.contract.GoalSegmentHooks`). Used by
+`mjvec.randomization.perception` (observation and action delay) and `object_dr` (pose latency).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+
+from mjvec.contract import GoalSegmentHooks, require_hooks
+from mjvec.errors import ConfigError
+from mjvec.xp import Rows, namespace_of
+from mjvec.xp import copy_array as _copy
+
+
+def check_delay(who: str, max_delay: object) -> None:
+    if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
+        raise ConfigError(f"{who}: max_delay must be an int >= 0, got {max_delay!r}")
+
+
+def segment_hooks(env: VectorEnv, refill_on_goal: object, who: str) -> Any:
+    """The unwrapped env when refill_on_goal is True (checked for `GoalSegmentHooks`), else None."""
+    if not isinstance(refill_on_goal, bool):
+        raise ConfigError(f"{who}: refill_on_goal must be a bool, got {refill_on_goal!r}")
+    return require_hooks(env, GoalSegmentHooks, who=f"{who}(refill_on_goal=True)") if refill_on_goal else None
+
+
+def with_segment_starts(rows: Rows, segments: Any, steps_since_start: int) -> Rows:
+    """`rows` plus the envs whose goal-segment counter equals `steps_since_start`."""
+    if segments is None:
+        return rows
+    return rows.union(segments.goal_segment_steps() == steps_since_start)
+
+
+class ResetMarks:
+    """Envs reset since the last time a queue looked (`mark` is a lifecycle reset callback), as a
+    mask in the env's namespace."""
+
+    def __init__(self, base: Any) -> None:
+        self.marked = base.zeros((), base.xp.bool) | True
+
+    def mark(self, rows: Rows) -> None:
+        rows.put(self.marked, True)
+
+    def take(self) -> Rows:
+        rows = Rows.of_mask(_copy(self.marked))
+        self.marked[...] = False
+        return rows
+
+
+class DelayQueue:
+    """A ring of the last `depth` values (depth, N, ...); `read` picks a random age per env.
+
+    Age 0 is the newest value. A ring (not a roll) so that a push writes one slot.
+    """
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self.buf: Any = None
+        self.head = 0
+
+    def _fill(self, value: Any) -> None:
+        xp = namespace_of(value)
+        self.buf = xp.stack([value] * self.depth, axis=0)
+
+    def push(self, value: Any, refill: Rows) -> None:
+        """Add `value` as the newest; envs in `refill` (just reset) get it at every age."""
+        if self.buf is None:
+            self._fill(value)
+            return
+        self.head = (self.head - 1) % self.depth
+        self.buf[self.head] = value
+        self.refill(value, refill)
+
+    def refill(self, value: Any, rows: Rows) -> None:
+        """Set every age of envs `rows` to their `value` row (all envs on first use); no shift."""
+        if self.buf is None:
+            self._fill(value)
+        elif rows.any():
+            fresh = rows.take(value)
+            for age in range(self.depth):
+                rows.put(self.buf[age], fresh)
+
+    def newest(self) -> Any:
+        assert self.buf is not None
+        return self.buf[self.head]
+
+    def read(self, ages: Any) -> Any:
+        assert self.buf is not None
+        xp = namespace_of(ages)
+        envs = xp.arange(ages.shape[0], device=getattr(ages, "device", None)) if xp is not np else np.arange(ages.size)
+        return self.buf[(self.head + ages) % self.depth, envs]
