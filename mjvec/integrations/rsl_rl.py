@@ -34,9 +34,12 @@ raises `InstallError` (``pip install -e '.[train]'``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from gymnasium.vector import VectorEnv
 
@@ -59,7 +62,7 @@ except ImportError as _error:
         "fix: pip install -e '.[train]' in the mjvec checkout"
     ) from _error
 
-__all__ = ["RslRlVecEnv"]
+__all__ = ["RslRlVecEnv", "save_run_config"]
 
 
 class RslRlVecEnv(VecEnv):
@@ -137,3 +140,23 @@ class RslRlVecEnv(VecEnv):
         else:
             groups = {"policy": as_tensor(obs, self.device, torch.float32)}
         return TensorDict(groups, batch_size=[self.num_envs], device=self.device)
+
+
+def save_run_config(log_dir: str | Path, venv: RslRlVecEnv, train_cfg: dict[str, Any],
+                    env_options: dict[str, Any]) -> Path:
+    """Write ``<log_dir>/params/agent.json``: what `mjvec.integrations.policies.load_policy` needs to
+    rebuild the actor of this run's ``model_<it>.pt`` (rsl_rl saves weights only): the train config
+    (with the resolved ``obs_groups``), the observation group sizes, the action size and bounds, and
+    the env id and the options it was made with (for evaluation). Returns the path."""
+    obs = venv.get_observations()
+    space = venv.env.single_action_space
+    info = {
+        "env_id": venv.cfg["env_id"], "env_options": env_options, "train_cfg": train_cfg,
+        "obs_dims": {key: int(obs[key].shape[-1]) for key in obs.keys()}, "num_actions": venv.num_actions,
+        "action_low": np.asarray(space.low, np.float64).tolist(),
+        "action_high": np.asarray(space.high, np.float64).tolist(),
+    }
+    path = Path(log_dir) / "params" / "agent.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(info, indent=2, default=str))
+    return path
