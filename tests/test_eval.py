@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from mjvec.cli import main  # noqa: E402
-from mjvec.integrations import load_policy  # noqa: E402
-from tests import policy_files as pf  # noqa: E402
+from mjvec.cli import main
+from mjvec.integrations import load_policy
+from tests import policy_files as pf
 
 
 def _first_episodes(env_id: str, policy, num_envs: int, offset: int, seed: int, **options):

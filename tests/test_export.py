@@ -11,9 +11,9 @@ pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
-from mjvec.errors import ConfigError  # noqa: E402
-from mjvec.integrations import export_policy, load_policy  # noqa: E402
-from tests import policy_files as pf  # noqa: E402
+from mjvec.errors import ConfigError
+from mjvec.integrations import export_policy, load_policy
+from tests import policy_files as pf
 
 CASES = {
     "ppo": (lambda tmp: pf.ppo_checkpoint(tmp, num_tools=3),
@@ -76,5 +76,6 @@ def test_import_mjvec_imports_no_rl_library_and_no_onnx():
     code = ("import sys, mjvec, mjvec.integrations; "
             "print(sorted(m for m in ('rsl_rl', 'rl_games', 'onnx', 'onnxruntime', 'tensordict', 'torch') "
             "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=pf.ROOT).stdout  # this checkout's mjvec
     assert out.strip() == "[]"
