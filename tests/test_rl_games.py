@@ -109,6 +109,13 @@ def test_rl_games_experience_buffer_equals_a_numpy_twin_replaying_its_actions(en
     want = agent.rewards_shaper(reward) + agent.gamma * buf["values"] * time_outs  # rl_games' value_bootstrap
     torch.testing.assert_close(buf["rewards"], want, rtol=0, atol=0)
     assert np.stack([r[3] for r in rows]).any()  # some envs timed out, so the bootstrap was exercised
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    agent.writer.flush()
+    events = EventAccumulator(str(next(tmp_path.rglob("events.out.tfevents*"))))
+    events.Reload()
+    term = "approach" if env_id == "SimToolReal-v0" else "rotation"
+    assert {f"Episode_Reward/{term}", "rewards/step"} <= set(events.Tags()["scalars"])  # the observer's, rl_games'
     venv.close()
     twin.close()
 
@@ -136,3 +143,30 @@ def test_next_step_env_and_a_bad_obs_key_are_refused():
                                           r"\['critic', 'policy'\]"):
         RlGamesVecEnv(env, obs_key="actor")
     env.close()
+
+
+def test_train_rl_games_example_keeps_the_authors_settings_and_trains(tmp_path):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("train_rl_games", root / "examples" / "train_rl_games.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    params = module.build_params(module.Args(num_envs=8, max_epochs=1, train_dir=tmp_path))["params"]
+    net, cfg = params["network"], params["config"]
+    # SimToolRealLSTMAsymmetricPPO: LSTM 1024 before an MLP [1024, 1024, 512, 512]; asymmetric critic.
+    assert net["rnn"] == {"name": "lstm", "units": 1024, "layers": 1, "before_mlp": True, "layer_norm": True}
+    assert net["mlp"]["units"] == cfg["central_value_config"]["network"]["mlp"]["units"] == [1024, 1024, 512, 512]
+    assert (cfg["gamma"], cfg["tau"], cfg["learning_rate"], cfg["kl_threshold"], cfg["e_clip"]) == \
+        (0.99, 0.95, 1e-4, 0.016, 0.1)
+    assert (cfg["horizon_length"], cfg["seq_length"], cfg["mini_epochs"], cfg["critic_coef"]) == (16, 16, 2, 4.0)
+    assert cfg["reward_shaper"]["scale_value"] == 0.01 and cfg["entropy_coef"] == 0.0
+    assert cfg["minibatch_size"] == 8 * 16  # min(98,304, num_envs x horizon)
+    assert cfg["mixed_precision"] is False and cfg["torch_compile"] is False  # on the CPU
+    cube = module.Args(config=root / "examples" / "configs" / "cube_rotate" / "rl_games_ppo.yaml", num_envs=8,
+                       max_epochs=1, option=["num_cubes=2", "max_episode_steps=8"], train_dir=tmp_path)
+    module.main(cube)
+    assert list(tmp_path.rglob("*.pth")) and list(tmp_path.rglob("events.out.tfevents*"))

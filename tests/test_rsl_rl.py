@@ -119,6 +119,19 @@ def test_episode_length_buf_is_the_envs_live_counter():
     venv.close()
 
 
+def test_reward_scale_multiplies_what_rsl_rl_sees_and_must_be_positive():
+    venv = RslRlVecEnv(make("CubeRotate-v0", "cpu", "numpy", num_envs=2), seed=4, reward_scale=0.01)
+    twin = make("CubeRotate-v0", "cpu", "numpy", num_envs=2)
+    twin.reset(seed=4)
+    _, rewards, _, _ = venv.step(torch.zeros(2, venv.num_actions))
+    _, want, *_ = twin.step(np.zeros((2, venv.num_actions), np.float32))
+    torch.testing.assert_close(rewards, torch.as_tensor(want, dtype=torch.float32) * 0.01, rtol=0, atol=0)
+    with pytest.raises(ConfigError, match=r"reward_scale must be a number > 0, got 0"):
+        RslRlVecEnv(twin, reward_scale=0)
+    venv.close()
+    twin.close()
+
+
 def test_next_step_env_is_refused():
     env = gym.make_vec("CubeRotate-v0", num_envs=2, num_cubes=1, randomization=None)
     with pytest.raises(ConfigError, match=r"RslRlVecEnv needs an env with autoreset_mode SAME_STEP .* "
@@ -142,3 +155,30 @@ def test_device_state_with_numpy_output_is_refused():
     with pytest.raises(ConfigError, match=r"outputs numpy.*fix: gym.make_vec\(\.\.\., array_backend='torch'\)"):
         RslRlVecEnv(env)
     env.close()
+
+
+def test_train_rsl_rl_example_writes_a_checkpoint_that_mjvec_eval_runs(tmp_path, capsys):
+    import importlib.util
+    import json
+    import sys
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from mjvec.cli import main as cli
+    from tests.policy_files import ROOT
+
+    spec = importlib.util.spec_from_file_location("train_rsl_rl", ROOT / "examples" / "train_rsl_rl.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    last = module.main(module.Args(env_id="CubeRotate-v0", num_envs=8, max_iterations=2, num_steps_per_env=8,
+                                   option=["num_cubes=2", "max_episode_steps=6"], log_dir=tmp_path))
+    assert last == tmp_path / "model_1.pt" and (tmp_path / "params" / "agent.json").is_file()
+    events = EventAccumulator(str(next(tmp_path.glob("events.out.tfevents*"))))
+    events.Reload()
+    assert {"Train/mean_reward", "Episode_Reward/rotation", "Metrics/cube_angvel_z"} <= set(events.Tags()["scalars"])
+    capsys.readouterr()
+    assert cli(["eval", "--checkpoint", str(last), "--num-envs", "4", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["policy"] == "rsl_rl" and summary["env_id"] == "CubeRotate-v0"
+    assert summary["length_mean"] <= 6 and summary["options"]["num_cubes"] == "2"  # the run's own options

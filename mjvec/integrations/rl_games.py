@@ -11,8 +11,9 @@ Contract (what rl_games' ``A2CAgent``, its central value net and ``ExperienceBuf
 Isaac Gym's ``VecTask`` gives it:
 
 - The env must use ``autoreset_mode="same_step"`` (else `ConfigError`); a device env must output
-  torch. Everything returned is a torch tensor on the env's output device (rl_games then passes
-  torch actions back).
+  torch. Everything returned is a torch tensor on `device` (default: the env's output device;
+  rl_games does not move an env's tensors to its own device, so a CPU env feeding a CUDA agent
+  passes ``device="cuda:0"``: one copy per step), and rl_games passes torch actions back.
 - ``reset()`` / ``step()`` observations: ``{"obs": (N, D) float32}``, plus ``"states"`` (the
   asymmetric critic's input) when the env's Dict observation has `state_key`; a Box observation
   is ``obs`` itself. ``step`` -> ``(obs, rewards (N,) float32, dones (N,) uint8, infos)`` with
@@ -64,10 +65,12 @@ class RlGamesVecEnv(IVecEnv):
     seed: the seed of the first reset (None: no reseed).
     obs_key / state_key: the Dict-observation keys of the actor's input and of the critic's states.
     success_key, log_keys: as in `RslRlVecEnv` (the episode logs).
+    device: where the returned tensors live (None: the env's output device).
     """
 
     def __init__(self, env: VectorEnv, *, seed: int | None = None, obs_key: str = "policy",
-                 state_key: str = "critic", success_key: str | None = "success", log_keys: Sequence[str] = ()) -> None:
+                 state_key: str = "critic", success_key: str | None = "success", log_keys: Sequence[str] = (),
+                 device: str | None = None) -> None:
         base = check_same_step_env(env, "RlGamesVecEnv")
         space = env.single_observation_space
         if isinstance(space, gym.spaces.Dict):
@@ -85,7 +88,7 @@ class RlGamesVecEnv(IVecEnv):
         self._base = base
         self.action_space = env.single_action_space
         self.num_envs = int(env.num_envs)
-        self.device = output_device(base)
+        self.device = output_device(base) if device is None else torch.device(device)
         self._next_seed = seed
         self._log = EpisodeLog(self.num_envs, self.device, success_key, log_keys)
 

@@ -15,7 +15,9 @@ Contract (what rsl_rl's ``OnPolicyRunner``, ``PPO``, ``RolloutStorage`` and ``Lo
   observation, one group per key of a Dict observation (SimToolReal-v0's ``obs_mode="asymmetric"``:
   ``"policy"`` and ``"critic"``, so ``obs_groups={"actor": ["policy"], "critic": ["critic"]}``).
   The adapter resets the env (with `seed`) when it is built; `get_observations()` is the latest.
-- ``step(actions)`` -> ``(obs, rewards (N,) float32, dones (N,) long, extras)``. ``extras``:
+- ``step(actions)`` -> ``(obs, rewards (N,) float32, dones (N,) long, extras)``; rewards are the
+  env's times `reward_scale` (rsl_rl has no reward scale of its own; SimToolReal-v0's source trains
+  with 0.01, which rl_games applies through its ``reward_shaper``). ``extras``:
   ``"time_outs"`` (truncated and not terminated: rsl_rl bootstraps those with the value of the
   step's observation) and ``"log"``: for the episodes that ended, ``"Episode_Reward/<term>"`` (the
   episode's sum of each ``info["reward_terms"]`` entry) and ``"Episode/success"`` (whether
@@ -71,11 +73,15 @@ class RslRlVecEnv(VecEnv):
     env: the Gymnasium `VectorEnv` (possibly wrapped); reset now with `seed`, closed by `close()`.
     success_key: the step-info key whose any-True over an episode is ``Episode/success`` (None: none).
     log_keys: step-info keys logged as per-step means ``Metrics/<key>`` (e.g. ``("tolerance",)``).
+    reward_scale: what the env's rewards are multiplied by (the episode logs stay unscaled).
     """
 
     def __init__(self, env: VectorEnv, *, seed: int | None = None, success_key: str | None = "success",
-                 log_keys: Sequence[str] = ()) -> None:
+                 log_keys: Sequence[str] = (), reward_scale: float = 1.0) -> None:
         base = check_same_step_env(env, "RslRlVecEnv")
+        if isinstance(reward_scale, bool) or not isinstance(reward_scale, (int, float)) or not reward_scale > 0:
+            raise ConfigError(f"RslRlVecEnv: reward_scale must be a number > 0, got {reward_scale!r}")
+        self.reward_scale = float(reward_scale)
         if base.max_episode_steps is None:
             raise ConfigError(
                 f"RslRlVecEnv needs an env with a time limit (rsl_rl reads max_episode_length); "
@@ -92,7 +98,7 @@ class RslRlVecEnv(VecEnv):
         spec = getattr(env, "spec", None) or getattr(base, "spec", None)
         self.cfg = {"env_id": getattr(spec, "id", type(base).__name__), "num_envs": self.num_envs,
                     "max_episode_steps": self.max_episode_length, "obs_groups": list(self._groups),
-                    "autoreset_mode": "same_step", "seed": seed}
+                    "autoreset_mode": "same_step", "seed": seed, "reward_scale": self.reward_scale}
         self._log = EpisodeLog(self.num_envs, self.device, success_key, log_keys)
         obs, _ = env.reset(seed=seed)
         self._obs = self._tensordict(obs)
@@ -129,7 +135,10 @@ class RslRlVecEnv(VecEnv):
         done = terminated | truncated
         self._obs = self._tensordict(obs)
         extras = {"time_outs": truncated & ~terminated, "log": self._log.log(info, done)}
-        return self._obs, as_tensor(reward, dev, torch.float32), done.to(torch.long), extras
+        rewards = as_tensor(reward, dev, torch.float32)
+        if self.reward_scale != 1.0:
+            rewards = rewards * self.reward_scale
+        return self._obs, rewards, done.to(torch.long), extras
 
     def close(self) -> None:
         self.env.close()
