@@ -33,7 +33,8 @@ pieces follow their settings where noted):
   on the action mean, gradients averaged over ranks (``torch.distributed``, gloo on CPU, nccl on
   GPU), global-norm clipping, KL-adaptive learning rate (rl_games' rule) by default.
 - Output (rank 0 only): ``<out-dir>/progress.csv`` (one row per iteration: global_step,
-  mean_return, mean_success, sps, losses, mean per-step reward terms), ``<out-dir>/checkpoint.pt``
+  mean_return, mean_success, sps, losses, mean per-step reward terms) and the same values as
+  TensorBoard scalars in ``<out-dir>/tb`` (when tensorboard is installed), ``<out-dir>/checkpoint.pt``
   at the end, a tqdm bar. ``--shard-report`` makes every rank write ``rank<r>.json`` (its env ids
   and a digest of its final parameters) so a test can check the shards and the parameter sync.
 """
@@ -457,12 +458,19 @@ def log_row(it: int, global_step: int, elapsed: float, stats: dict[str, float], 
 
 
 class CsvLog:
-    """progress.csv with the columns of the first row."""
+    """progress.csv with the columns of the first row, and each row's values as TensorBoard scalars
+    (``tb/``, at the row's global_step; skipped when tensorboard is not installed)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("w", newline="")
         self._writer: csv.DictWriter | None = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # the train extra brings tensorboard; the CSV is the record either way
+            self._tb = None
+        else:
+            self._tb = SummaryWriter(str(path.parent / "tb"))
 
     def write(self, row: dict[str, float]) -> None:
         """Append `row`; a NaN (a mean over no episodes) is written as an empty field."""
@@ -471,9 +479,15 @@ class CsvLog:
             self._writer.writeheader()
         self._writer.writerow({k: "" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
         self._file.flush()
+        if self._tb is not None:
+            for key, value in row.items():
+                if key not in ("iteration", "global_step") and not math.isnan(value):
+                    self._tb.add_scalar(f"ppo/{key}", value, int(row["global_step"]))
 
     def close(self) -> None:
         self._file.close()
+        if self._tb is not None:
+            self._tb.close()
 
 
 def progress_postfix(row: dict[str, float]) -> dict[str, str]:

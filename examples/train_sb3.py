@@ -12,6 +12,7 @@ to --run-dir (default out/sb3_ppo/<time>):
 - progress.csv: one row per PPO iteration: mean return, length and success of the episodes that
   ended in it, the mean return of the last 100 episodes (SB3's ep_rew_mean), env-steps/s over the
   iteration's wall time (rollout + update); learning_curve.png from it when matplotlib is installed
+- tb/: TensorBoard (SB3's rollout/train scalars, plus rollout/success_rate per iteration)
 - final_model.zip, vecnormalize.pkl, args.json
 - eval.json: `evaluate_policy` of the final policy (deterministic) on held-out env ids
 - policy.gif: the final policy on the first --video-envs eval envs, drawn from env.render_grid()
@@ -142,6 +143,8 @@ class CsvProgress(BaseCallback):
             "elapsed_s": now - self._t0,
         }
         self.rows.append(row)
+        if len(eps):
+            self.logger.record("rollout/success_rate", row["success_rate"])
         with self.path.open("a", newline="") as f:
             csv.DictWriter(f, CSV_FIELDS).writerow(row)
         self._episodes.clear()
@@ -230,7 +233,7 @@ def main(args: Args) -> dict[str, Any]:
         "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size, n_epochs=args.n_epochs,
         learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda, clip_range=args.clip_range,
         ent_coef=args.ent_coef, policy_kwargs={"net_arch": list(args.net_arch), "log_std_init": args.log_std_init},
-        seed=args.seed, device=args.device,
+        seed=args.seed, device=args.device, tensorboard_log=str(run_dir / "tb"),
     )
     progress = CsvProgress(run_dir / "progress.csv")
     checkpoints = CheckpointCallback(

@@ -1,8 +1,8 @@
 """``python -m mjvec``: see `mjvec.cli`.
 
 MuJoCo picks its OpenGL backend from ``MUJOCO_GL`` when it is first imported, which has already
-happened by the time this module runs (``import mjvec`` imports mujoco). So a `rollout` (the one
-command that renders) on a headless Linux machine without ``MUJOCO_GL`` re-executes itself once
+happened by the time this module runs (``import mjvec`` imports mujoco). So a `rollout` or `eval`
+(the commands that render) on a headless Linux machine without ``MUJOCO_GL`` re-executes itself once
 with ``MUJOCO_GL=osmesa``; set ``MUJOCO_GL=egl`` yourself to render on a GPU.
 """
 
@@ -14,7 +14,7 @@ from mjvec.cli import main
 
 def _headless_rerun_needed() -> bool:
     return (
-        sys.argv[1:2] == ["rollout"]
+        sys.argv[1:2] in (["rollout"], ["eval"])
         and sys.platform.startswith("linux")
         and "MUJOCO_GL" not in os.environ
         and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))

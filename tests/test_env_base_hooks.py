@@ -168,10 +168,14 @@ def test_render_lazy_frames_per_variant_and_oracle():
         env.render_grid([7])
 
 
-def test_render_without_render_mode_raises(env):
+def test_render_without_render_mode_warns_and_returns_none_but_render_grid_raises(env):
+    """Gymnasium's convention for render() (tests/test_sync_vector_contract.py compares it with
+    Gymnasium's own env); a grid is an explicit request for pixels, so it still raises."""
     env.reset(seed=0)
+    with pytest.warns(UserWarning, match="without specifying any render mode"):
+        assert env.render() is None
     with pytest.raises(ConfigError, match="render_mode is None; construct the env with render_mode='rgb_array'"):
-        env.render()
+        env.render_grid([0])
 
 
 # ---- close -----------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli.rollout`), bench.
+"""The ``python -m mjvec`` command line: list, info, rollout (`mjvec.cli.rollout`), eval (`mjvec.cli.evaluate`), bench.
 
     python -m mjvec list                                   # registered mjvec tasks
     python -m mjvec info CubeRotate-v0 [--json]            # spaces, variants, options, presets, backends
     python -m mjvec rollout --num-envs 8 --steps 120 --grid out/grid.png --gif out/rollout.gif
     python -m mjvec rollout --checkpoint out/sb3_ppo/RUN/final_model.zip --gif out/policy.gif
+    python -m mjvec eval --checkpoint out/ppo/checkpoint.pt --num-envs 128 --gif out/eval.gif
     python -m mjvec bench                                  # list the benchmarks of a source checkout
     python -m mjvec bench cpu_backend -- --num-envs 64     # run one (python -m benchmarks.cpu_backend)
 
@@ -229,11 +230,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--render-size", type=_int_at_least(1), nargs=2, default=(180, 240), metavar=("H", "W"),
                    help="size of each env's frame in pixels")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_eval_parser(sub, kw)
     p = sub.add_parser("bench", help="list the benchmarks, or run one (python -m benchmarks.NAME)", **kw,
                        description="List the benchmarks of a source checkout, or run one with its arguments.")
     p.add_argument("name", nargs="?", default=None, help="the benchmark to run (none: list them)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark (after --)")
     return parser
+
+
+def _add_eval_parser(sub: Any, kw: dict[str, Any]) -> None:
+    p = sub.add_parser("eval", help="a trained policy on held-out envs: success, return, length, per variant", **kw,
+                       description="Run a trained policy (examples/ppo.py checkpoint.pt, SB3 .zip, rsl_rl "
+                                   "model_<it>.pt, or an exported .onnx / TorchScript .pt) for one episode in each "
+                                   "of --num-envs held-out envs.\n\n" + textwrap.fill(f"Warning: {TRUST_WARNING}", 90))
+    p.add_argument("--checkpoint", required=True, help="the policy file; pickles run code: load only trusted files")
+    p.add_argument("--kind", default="auto", choices=("auto", "ppo", "sb3", "rsl_rl", "onnx", "torchscript"),
+                   help="what the file is (auto: from its content)")
+    p.add_argument("--env-id", default=None,
+                   help="a registered env id (default: the checkpoint's, else SimToolReal-v0)")
+    p.add_argument("--num-envs", type=_int_at_least(1), default=64, help="envs, one episode each")
+    p.add_argument("--env-id-offset", type=_int_at_least(0), default=100_000,
+                   help="global id of the first env (held out from training's ids)")
+    p.add_argument("--seed", type=_int_at_least(0), default=12345, help="reset seed")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="env option over the checkpoint's, e.g. randomization=none (repeatable)")
+    p.add_argument("--export", default=None, metavar="PREFIX",
+                   help="also write PREFIX.onnx and PREFIX.pt (TorchScript)")
+    p.add_argument("--grid", default=None, help="PNG of the first --grid-envs envs at the last video step")
+    p.add_argument("--gif", default=None, help="GIF of the first --grid-envs envs over --video-steps steps")
+    p.add_argument("--grid-envs", type=_int_at_least(1), default=4, help="envs drawn in the grid and GIF")
+    p.add_argument("--video-steps", type=_int_at_least(1), default=120, help="control steps in the GIF")
+    p.add_argument("--render-size", type=_int_at_least(1), nargs=2, default=(180, 240), metavar=("H", "W"),
+                   help="size of each env's frame in pixels")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
 def _print_info(info: dict[str, Any]) -> None:
@@ -283,6 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(summary, indent=2))
             else:
                 print("\n".join(f"{k}: {_format_value(k, v)}" for k, v in summary.items()))
+            return 0
+        if args.command == "eval":
+            from mjvec.cli.evaluate import format_summary, run_eval  # imports torch (and SB3, rsl_rl) lazily
+
+            summary = run_eval(args)
+            print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
             return 0
         return bench(args)
     except (MjvecError, ImportError) as error:

@@ -18,6 +18,10 @@ FIXED_OPTIONS = {
         "autoreset_mode": "rollout runs with autoreset_mode='same_step'",
         "record_episode_statistics": "rollout records episode statistics itself",
     },
+    "eval": {"num_envs": "use --num-envs", "env_id_offset": "use --env-id-offset",
+             "render_mode": "eval renders when --grid or --gif is given", "render_size": "use --render-size H W",
+             "autoreset_mode": "eval runs with autoreset_mode='disabled'",
+             "record_episode_statistics": "eval records episode statistics itself"},
 }
 TRUST_WARNING = (
     "SB3 .zip checkpoints and VecNormalize .pkl files are pickles: loading one runs code from the file. "

@@ -68,13 +68,11 @@ def _checkpoint_policy(
 
 
 def _find_vecnormalize(checkpoint: Path) -> Path | None:
-    """vecnormalize.pkl beside a final model, or CheckpointCallback's matching <prefix>_vecnormalize_<n>_steps.pkl."""
-    stem = checkpoint.stem
-    candidates = [checkpoint.parent / "vecnormalize.pkl"]
-    if stem.endswith("_steps"):
-        prefix, _, rest = stem.rpartition("_")[0].rpartition("_")
-        candidates.insert(0, checkpoint.parent / f"{prefix}_vecnormalize_{rest}_steps.pkl")
-    return next((c for c in candidates if c.is_file()), None)
+    """vecnormalize.pkl beside a final model, or CheckpointCallback's matching stats (see
+    `mjvec.integrations.policies.find_vecnormalize`)."""
+    from mjvec.integrations.policies import find_vecnormalize
+
+    return find_vecnormalize(checkpoint)
 
 
 def check_output_path(path: str, flag: str) -> None:

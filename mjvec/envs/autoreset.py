@@ -3,7 +3,8 @@
 - `parse_autoreset_mode`: the constructor's ``autoreset_mode`` (an `AutoresetMode` or its name).
 - `parse_reset_options` / `parse_seed`: validation of ``reset(seed=, options=)`` before any state
   changes, with SyncVectorEnv's error types for the reset mask.
-- `masked_info`: a task info dict plus Gymnasium's ``"_key"`` masks.
+- `masked_info`: a task info dict plus Gymnasium's ``"_key"`` masks; `merge_reset_info`: the
+  reset info of envs reset inside a step, merged into that step's info as SyncVectorEnv does.
 - `copy_obs` / `merge_rows`: the last returned observation, and a partial reset's rows merged into it.
 - `EpisodeStats`: the opt-in native ``info["episode"]``.
 - `check_env_args` / `check_task_obs` / `check_task_step`: the constructor's arguments and a task's
@@ -134,6 +135,27 @@ def masked_info(info: Mapping[str, Any], mask: Any, out: dict[str, Any] | None =
     return out
 
 
+def merge_reset_info(info: dict[str, Any], reset_info: Mapping[str, Any], mask: Any) -> dict[str, Any]:
+    """Write the rows `mask` (N,) of `reset_info` into the step `info`, in place; returns `info`.
+
+    Gymnasium's SyncVectorEnv in NEXT_STEP mode adds an autoreset env's reset info to the step's
+    info (``_add_info``): a key the step info has gets that env's row from the reset info, a key it
+    lacks is added, and the ``"_key"`` mask becomes True for the env. Nested dicts recurse.
+    """
+    for key, value in reset_info.items():
+        flag = f"_{key}"
+        if isinstance(value, Mapping):
+            merge_reset_info(info.setdefault(key, {}), value, mask)
+        elif key in info:
+            xp = namespace_of(value)
+            rows = xp.reshape(mask, (mask.shape[0], *([1] * (len(_shape(value)) - 1))))
+            info[key] = xp.where(rows, value, info[key])
+        else:
+            info[key] = _copy(value)
+        info[flag] = info[flag] | mask if flag in info else _copy(mask)
+    return info
+
+
 def _shape(value: Any) -> tuple[int, ...]:
     shape = getattr(value, "shape", None)
     return tuple(shape) if shape is not None else np.shape(value)
@@ -223,7 +245,8 @@ def merge_rows(previous: Any, fresh: Any, rows: Rows) -> Any:
 
 
 def check_env_args(frame_skip: Any, observation_space: Any, action_space: Any, render_mode: Any,
-                   record_episode_statistics: Any, render_modes: tuple[str, ...]) -> None:
+                   record_episode_statistics: Any, render_modes: tuple[str, ...],
+                   max_episode_steps: Any = None) -> None:
     """`MjVecEnv`'s constructor arguments, or ConfigError naming the bad one."""
     if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
         raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
@@ -237,6 +260,10 @@ def check_env_args(frame_skip: Any, observation_space: Any, action_space: Any, r
         raise ConfigError(f"render_mode={render_mode!r} is not supported; allowed values are None or {render_modes}")
     if not isinstance(record_episode_statistics, (bool, np.bool_)):
         raise ConfigError(f"record_episode_statistics must be True or False, got {record_episode_statistics!r}")
+    if max_episode_steps is not None and (isinstance(max_episode_steps, (bool, np.bool_))
+                                          or not isinstance(max_episode_steps, (int, np.integer))
+                                          or max_episode_steps < 1):
+        raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {max_episode_steps!r}")
 
 
 def check_task_obs(obs: Any, space: Any, owner: str) -> None:

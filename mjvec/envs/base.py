@@ -33,9 +33,20 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   (on a device nothing is read back to log it). It is never reset again on the next step, in any
   mode. A failure during a NEXT_STEP autoreset step is ignored
   (that step's physics is discarded for the env anyway).
+- Episode steps: ``episode_steps`` is the live (N,) int64 counter of each env's current episode
+  (the state's namespace): the base zeroes it at every reset (before `_reset_envs`) and adds 1 for
+  every env the task evaluates in a step (before `_evaluate`, so the task sees this step counted).
+  With ``max_episode_steps`` set, the base truncates an evaluated env whose counter has reached it
+  (unless it terminated in that step), so a value written into the counter (``env.episode_steps =
+  values``, or in place) moves that env's time limit: rsl_rl's ``init_at_random_ep_len`` staggers
+  episodes this way. A task may write it too (SimToolReal-v0 zeroes it on every success, as its
+  source does). A NEXT_STEP autoreset step counts for nothing; the reset sets 0.
 - Infos: the task's (N, ...) arrays, each with a ``"_key"`` mask that is True for the envs the task
   evaluated this step (False for NEXT_STEP autoreset envs and failed envs). Reset infos hold what the
-  task knows at reset (`_reset_info`, e.g. tool ids), masked True for the envs that were reset.
+  task knows at reset (`_reset_info`, e.g. tool ids), masked True for the envs that were reset. In
+  NEXT_STEP and DISABLED modes the envs reset inside a step (autoresets, failures) also bring their
+  reset info into that step's info, as SyncVectorEnv's NEXT_STEP autoreset does: their rows of the
+  reset-info keys are the reset values and those keys' masks are True for them.
 - ``record_episode_statistics=True`` adds ``info["episode"] = {"r", "l", "t", "success"}`` (+
   ``info["_episode"]``) at done steps (on a device: at every step, rows meaningful where
   ``"_episode"``, since knowing whether any env is done would wait for the device; SAME_STEP's
@@ -51,6 +62,8 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   output is numpy.
 - ``render()`` (render_mode="rgb_array"): a lazy sequence of num_envs frames, env i drawn only when
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
+  Without a render mode, ``render()`` returns None with a warning (Gymnasium's convention) and
+  ``render_grid`` raises `ConfigError`.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
 - Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
@@ -84,6 +97,7 @@ from mjvec.envs.autoreset import (
     check_task_step,
     copy_obs,
     masked_info,
+    merge_reset_info,
     merge_rows,
     parse_autoreset_mode,
     parse_reset_options,
@@ -128,11 +142,12 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         device: str | None = None,
         record_episode_statistics: bool = False,
         render_size: tuple[int, int] = (240, 320),
+        max_episode_steps: int | None = None,
     ) -> None:
         self._call_lock = threading.Lock()
         self._call_owner: tuple[str, threading.Thread] | None = None
         check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
-                       record_episode_statistics, RENDER_MODES)
+                       record_episode_statistics, RENDER_MODES, max_episode_steps)
         mode = parse_autoreset_mode(autoreset_mode)
         self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
         self.array_backend = array_backend
@@ -176,6 +191,8 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         self._action_low = self.asarray(np.asarray(single_action_space.low, np.float64), like.dtype)
         self._action_high = self.asarray(np.asarray(single_action_space.high, np.float64), like.dtype)
         self._record_stats = bool(record_episode_statistics)
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
+        self._episode_steps = self.zeros((), self.xp.int64)
         self._stats = EpisodeStats.create(self.num_envs, self._like)
         # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
         self._needs_reset = self.zeros((), self.xp.bool)
@@ -261,6 +278,25 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         counts["action_transforms"] = len(self._action_transforms)
         counts.update({f"slot.{name}": filled for name, filled in self._slots.counts().items()})
         return counts
+
+    # ---- episode steps ---------------------------------------------------------------------
+    @property
+    def episode_steps(self) -> Any:
+        """(N,) int64, live (the state's namespace, not a copy): control steps of each env's current
+        episode, as the module docstring states. Writes into it are honoured at the next step."""
+        return self._episode_steps
+
+    @episode_steps.setter
+    def episode_steps(self, values: Any) -> None:
+        """Copy `values` ((N,) ints >= 0, numpy or torch) into the live counter (read back to the
+        host once to be checked when the state is on a device)."""
+        host = np.asarray(to_numpy(values))
+        if host.shape != (self.num_envs,) or host.dtype.kind not in "iu" or (host < 0).any():
+            raise ConfigError(
+                f"episode_steps must be {self.num_envs} ints >= 0 (one per env), got shape {host.shape} "
+                f"dtype {host.dtype}{' with negative values' if host.dtype.kind == 'i' and (host < 0).any() else ''}"
+            )
+        self._episode_steps[...] = self.asarray(host.astype(np.int64))
 
     # ---- Gymnasium API ---------------------------------------------------------------------
     @exclusive
@@ -358,7 +394,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
                 ids.tolist(), self.global_env_ids[ids].tolist(),
             )
         obs = self._same_step_obs(done, info) if mode is AutoresetMode.SAME_STEP else self._reset_then_observe(
-            pending | failed if mode is AutoresetMode.NEXT_STEP else failed, done & ~failed
+            pending | failed if mode is AutoresetMode.NEXT_STEP else failed, done & ~failed, info
         )
         return (self._finish_obs(obs), self._out(rewards), self._out(terminated), self._out(truncated),
                 self._host_info(info))
@@ -384,11 +420,13 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         """Whether `mask` may have a True entry: its value on the host; always True on a device."""
         return bool(mask.any()) if self._host else True
 
-    def _reset_then_observe(self, reset: Any, needs_reset: Any) -> Any:
-        """NEXT_STEP / DISABLED: reset `reset` (pending autoresets, failures), then observe them all."""
+    def _reset_then_observe(self, reset: Any, needs_reset: Any, info: dict[str, Any]) -> Any:
+        """NEXT_STEP / DISABLED: reset `reset` (pending autoresets, failures), add their reset info to
+        the step's `info` (as SyncVectorEnv does for its autoresets), then observe them all."""
         rows = Rows.of_mask(reset)
         if rows.any():
             self._reset_rows(rows)
+            merge_reset_info(info, self._reset_info(rows), rows.mask)
         self._needs_reset = needs_reset
         return self._transform_obs(self._task_obs(), ObsEvent(True, rows if rows.any() else self._no_rows))
 
@@ -405,7 +443,9 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         return self._transform_obs(self._task_obs(), ObsEvent(False, rows), previous=terminal)
 
     def _evaluate_step(self, active: Any, failed: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
-        """Call `_evaluate` and apply the base's rules to inactive and failed rows."""
+        """Count the step, call `_evaluate` and apply the base's rules to inactive and failed rows and
+        to the time limit."""
+        self._episode_steps += self.xp.astype(active, self.xp.int64)
         reward, term, trunc, task_info = self._evaluate(active)
         if not self._checked_info:
             check_task_step(reward, term, trunc, task_info, self.num_envs, type(self).__name__)
@@ -414,7 +454,10 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         xp = self.xp
         rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)
         terminated = xp.astype(term, xp.bool) & active
-        truncated = (xp.astype(trunc, xp.bool) & active) | failed
+        truncated = xp.astype(trunc, xp.bool)
+        if self.max_episode_steps is not None:
+            truncated = truncated | ((self._episode_steps >= self.max_episode_steps) & ~terminated)
+        truncated = (truncated & active) | failed
         info = masked_info(task_info, active)
         info["sim_error"], info["_sim_error"] = failed, xp.ones(self.num_envs, dtype=xp.bool, device=self._device_of())
         return rewards, terminated, truncated, info
@@ -422,6 +465,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
     def _reset_rows(self, rows: Rows) -> None:
         """Reset these local envs: lifecycle "reset" first, then the task's state reset."""
         self.lifecycle.fire_reset(rows)
+        rows.put(self._episode_steps, 0)
         self._reset_envs(rows)
         self._stats.restart(rows)
         rows.put(self._needs_reset, False)

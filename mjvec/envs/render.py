@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, overload
 
+import gymnasium as gym
 import mujoco
 import numpy as np
 
@@ -209,10 +210,20 @@ class RenderMixin:
     render_mode: str | None
 
     @exclusive
-    def render(self) -> LazyFrames:
-        """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index)."""
+    def render(self) -> LazyFrames | None:
+        """A lazy sequence of num_envs (H, W, 3) uint8 frames of the current state (env i drawn on index).
+
+        Without a render mode it returns None and warns (``gymnasium.logger.warn``, a UserWarning),
+        Gymnasium's own convention, so trainers that call ``render()`` every step (skrl's) run on.
+        """
         self._check_open()
-        return LazyFrames(self._require_renderer(), self.num_envs)
+        if self._renderer is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. You can specify the "
+                "render_mode at initialization, e.g. gym.make_vec(..., render_mode=\"rgb_array\")"
+            )
+            return None
+        return LazyFrames(self._renderer, self.num_envs)
 
     @exclusive
     def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:

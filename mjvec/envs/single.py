@@ -87,9 +87,10 @@ class SingleEnv(gym.Env):
         obs, reward, terminated, truncated, info = self.vec_env.step(batch)
         return _row(obs), float(reward[0]), bool(terminated[0]), bool(truncated[0]), unbatch_info(info)
 
-    def render(self) -> np.ndarray:
-        """(H, W, 3) uint8 frame of the env."""
-        return self.vec_env.unwrapped.render()[0]
+    def render(self) -> np.ndarray | None:
+        """(H, W, 3) uint8 frame of the env; None (with a warning) without a render mode."""
+        frames = self.vec_env.unwrapped.render()
+        return None if frames is None else frames[0]
 
     def close(self) -> None:
         self.vec_env.close()

@@ -58,7 +58,8 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
     config: the task constants (None: the defaults). Remaining keyword arguments go to `MjVecEnv`.
 
     Attributes: ``cube_ids``, ``cube_half_size``, ``cube_mass`` (per env, fixed), ``targets``
-    (current PD targets), ``progress`` (control steps this episode),
+    (current PD targets), ``progress`` (control steps this episode: the base's ``episode_steps``,
+    which truncates at ``config.max_episode_steps``),
     ``palm_center`` (world), ``policy_layout``.
 
     info (every step, (N, ...) arrays): reward_terms (the weighted terms, `REWARD_TERMS`),
@@ -90,7 +91,6 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         for arr in (self.cube_ids, self.cube_half_size, self.cube_mass):
             arr.setflags(write=False)
         self.targets = np.tile(self.default_pose, (n, 1))
-        self.progress = np.zeros(n, np.int64)
         self._actions = np.zeros((n, ct.NUM_HAND_JOINTS))
         self._step_targets = self.targets.copy()
         # The cube's orientation at the end of the previous step (or at the reset): the rotation reward
@@ -102,6 +102,7 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
             single_observation_space=gym.spaces.Box(-clip, clip, (ct.layout_size(POLICY_LAYOUT),), np.float32),
             single_action_space=gym.spaces.Box(-1.0, 1.0, (ct.NUM_HAND_JOINTS,), np.float32),
             frame_skip=cfg.frame_skip,
+            max_episode_steps=cfg.max_episode_steps,
             **base_kwargs,
         )
         self._site_xpos = backend.bind("site_xpos")
@@ -143,6 +144,11 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         self._nv = int(model.nv)
         self.palm_center = np.asarray(C.PALM_CENTER, np.float64)
 
+    @property
+    def progress(self) -> np.ndarray:
+        """(N,) int64, live: control steps of each env's current episode (the base's ``episode_steps``)."""
+        return self.episode_steps
+
     # ---- state views -------------------------------------------------------------------------
     def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """(pos (N, 3), quat (N, 4) wxyz) of the cube, world frame, from qpos (copies)."""
@@ -171,13 +177,10 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         terms = ct.reward_terms(ct.rotation_term(angvel_z, cfg.rotation_clip), ct.action_term(self._actions),
                                 energy, drop, control_dt=self.control_dt, cfg=cfg)
         reward = sum(terms.values())
-        progress = self.progress + 1
-        truncated = (progress >= cfg.max_episode_steps) & ~drop
-        np.copyto(self.progress, progress, where=active)
         np.copyto(self.targets, self._step_targets, where=active[:, None])
         np.copyto(self._prev_quat, quat, where=active[:, None])
         info = {"reward_terms": terms, "cube_angvel_z": angvel_z, "dropped": drop, "cube_id": self.cube_ids.copy()}
-        return reward, drop, truncated, info
+        return reward, drop, np.zeros_like(drop), info  # the base truncates at max_episode_steps
 
     def _observe(self) -> np.ndarray:
         pos, quat = self.cube_pose()
@@ -214,7 +217,6 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         self.targets[env_ids] = joint_pos
         self.backend.ctrl[np.ix_(env_ids, self._act_ids)] = joint_pos
         self._prev_quat[env_ids] = qpos[:, self._cube_qpos + 3:self._cube_qpos + 7]
-        self.progress[env_ids] = 0
 
     def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:
         """At reset: each env's cube id."""

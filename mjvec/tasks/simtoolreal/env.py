@@ -31,7 +31,12 @@ paper run's reference mass) and `GoalSegmentHooks` (the step counter the source'
 refill on).
 
 Episode timing (the source's): the step counter `progress` counts control steps since the reset
-or the last success; truncation fires at the step where it reaches `max_episode_steps`.
+or the last success; truncation fires at the step where it reaches `max_episode_steps`. It IS the
+base's public ``episode_steps`` counter (the source's progress_buf): the base counts and
+truncates, and this task zeroes it on every success, as the source does, so an episode with
+successes lasts longer than `max_episode_steps`. A write into it (rsl_rl's
+``init_at_random_ep_len``) also moves what reads it: the critic's log(progress / 10 + 1) term and
+the goal-segment refill of the delay queues, as writing the source's progress_buf would.
 Success fires when the fixed-size keypoint distance has been within keypoint_scale x tolerance
 for `success_steps` consecutive control steps; the tolerance follows `ToleranceCurriculum`.
 """
@@ -114,6 +119,7 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
             single_observation_space=observation_space(obs_mode, cfg.obs_clip),
             single_action_space=action_space,
             frame_skip=cfg.frame_skip,
+            max_episode_steps=cfg.max_episode_steps,
             **base_kwargs,
         )
         # Everything below lives where the backend's state does (numpy, or torch on its device).
@@ -217,13 +223,18 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         self.closest_keypoint_dist = self.zeros((), f) - 1.0
         self.near_goal_steps = self.zeros((), xp.int64)
         self.successes = self.zeros((), xp.int64)
-        self.progress = self.zeros((), xp.int64)
         self.last_reward = self.zeros((), xp.float64)
         cfg = self.cfg
         self.curriculum = ToleranceCurriculum(
             self.num_envs, cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min, cfg.curriculum_interval,
             cfg.curriculum_min_successes, like=self._like,
         )
+
+    @property
+    def progress(self) -> Any:
+        """(N,) int64, live: control steps since the reset or the last success (the base's
+        ``episode_steps``, which this task zeroes on success)."""
+        return self.episode_steps
 
     @property
     def goal_pos(self) -> Any:
@@ -294,18 +305,19 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         terms = self._reward_terms(approach, lift, just_lifted, progress_term, success)
         reward = sum(terms.values())
         successes = self.successes + xp.astype(success, xp.int64)
-        progress = xp.where(success, 0, self.progress + 1)
         terminated = (
             (obj_pos[:, 2] < cfg.fall_z)
             | (xp.max(tip_dist, axis=-1) > cfg.fingertip_max_dist)
             | (successes >= cfg.max_consecutive_successes)
         )
-        truncated = (progress >= cfg.max_episode_steps) & ~terminated
+        # The base counted this step and truncates at max_episode_steps; a success restarts the count.
         self._commit(active, (
             (self.lifted, lifted), (self.closest_fingertip_dist, closest_tip),
             (self.closest_keypoint_dist, closest_kp), (self.near_goal_steps, near_steps), (self.successes, successes),
-            (self.progress, progress), (self.last_reward, reward),
+            (self.episode_steps, xp.where(success, 0, self.episode_steps)), (self.last_reward, reward),
         ))
+        # The base's own time limit, known here for the curriculum's finished episodes.
+        truncated = (self.episode_steps >= cfg.max_episode_steps) & ~terminated
         new_goal = Rows.of_mask(success & ~terminated)
         if new_goal.any():
             self._next_goal(new_goal)
@@ -408,7 +420,6 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         rows.put(self.lifted, False)
         rows.put(self.closest_fingertip_dist, -1.0)
         rows.put(self.successes, 0)
-        rows.put(self.progress, 0)
         rows.put(self.last_reward, 0.0)
         if self.obs_mode == "asymmetric":
             self._refresh_object_com()

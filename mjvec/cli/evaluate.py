@@ -1,0 +1,62 @@
+"""``python -m mjvec eval --checkpoint PATH``: a trained policy on held-out envs (see
+`mjvec.integrations.evaluate`), optionally exporting it (``--export PREFIX``: ONNX + TorchScript).
+
+The env id and options default to those the checkpoint records (examples/ppo.py's args, rsl_rl's
+``params/agent.json``, an exported file's metadata); ``--option`` overrides them, and another
+``--env-id`` than the checkpoint's starts from no options.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mjvec.cli.options import mjvec_env_ids, parse_options
+from mjvec.cli.rollout import check_output_path
+from mjvec.errors import ConfigError
+
+
+def run_eval(args: argparse.Namespace) -> dict[str, Any]:
+    """Load, optionally export, evaluate; returns the summary (with ``exported`` paths if any)."""
+    from mjvec.integrations.evaluate import evaluate
+    from mjvec.integrations.policies import load_policy
+
+    for flag, path in (("--grid", args.grid), ("--gif", args.gif)):
+        if path is not None:
+            check_output_path(path, flag)
+    policy = load_policy(args.checkpoint, args.kind)
+    env_id = args.env_id or policy.metadata.get("env_id") or "SimToolReal-v0"
+    if env_id not in mjvec_env_ids():
+        raise ConfigError(f"{env_id!r} is not registered; mjvec ids are {mjvec_env_ids()}")
+    # The checkpoint's env options belong to its own task: another --env-id starts from none.
+    recorded = policy.metadata.get("env_options", {}) if env_id == policy.metadata.get("env_id") else {}
+    options = {**recorded, **parse_options(args.option, "eval")}
+    exported = None
+    if args.export:
+        from mjvec.integrations.export import export_policy
+
+        exported = [str(p) for p in export_policy(policy, args.export)]
+    summary = evaluate(policy, env_id, num_envs=args.num_envs, env_id_offset=args.env_id_offset, seed=args.seed,
+                       options=options, gif=args.gif, grid=args.grid, video_envs=args.grid_envs,
+                       video_steps=args.video_steps, render_size=tuple(args.render_size))
+    if exported:
+        summary["exported"] = exported
+    return summary
+
+
+def format_summary(summary: dict[str, Any], max_variants: int = 24) -> str:
+    """The summary as lines for the terminal (per-variant details folded into the failing list)."""
+    lines = [f"{summary['env_id']}: {summary['episodes']} held-out episodes (global env ids "
+             f"{summary['env_id_offset']}..{summary['env_id_offset'] + summary['num_envs'] - 1}), "
+             f"{summary['policy']} policy",
+             f"success rate: {summary['success_rate']:.3f} ({summary['success_definition']})",
+             f"return: {summary['return_mean']:.4g} +- {summary['return_std']:.4g}",
+             f"episode length: {summary['length_mean']:.1f} control steps"]
+    for category, row in summary["per_category"].items():
+        lines.append(f"  {category}: {row['successes']}/{row['episodes']} succeeded")
+    failing = summary["failing_variants"]
+    shown = ", ".join(map(str, failing[:max_variants])) + (" ..." if len(failing) > max_variants else "")
+    lines.append(f"variants evaluated: {len(summary['per_variant'])}; never succeeded: {len(failing)}"
+                 + (f" ({shown})" if failing else ""))
+    lines += [f"{key}: {summary[key]}" for key in ("gif", "grid", "exported") if key in summary]
+    return "\n".join(lines)
