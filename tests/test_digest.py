@@ -21,10 +21,10 @@ import mjvec  # noqa: F401  (registers the tasks)
 STEPS = 300
 NUM_ENVS = 6
 EXPECTED = {
-    ("SimToolReal-v0", "cpu"): "55c38cdd364a34f3da7e1c8e6148f76f",
-    ("SimToolReal-v0", "warp"): "302cbef4839e3069a03b6cda365c09ad",
-    ("CubeRotate-v0", "cpu"): "3bdb887e40f5b45e0cfaa5c00479dec9",
-    ("CubeRotate-v0", "warp"): "d5a6d525cd0be6d725c6316ca23b6cfb",
+    ("SimToolReal-v0", "cpu"): "93ea5a767ad0ea66ca5e553627d1cc20",
+    ("SimToolReal-v0", "warp"): "fd7812b535a5d022e90d8aaaec805df8",
+    ("CubeRotate-v0", "cpu"): "7717a923a298fe24e40ea9d8eed5090f",
+    ("CubeRotate-v0", "warp"): "690aa85f557797ac943166206ea4afaa",
 }
 
 
