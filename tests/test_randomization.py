@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
 
+import mjvec
 from mjvec.errors import CapabilityError, ConfigError
 from mjvec.randomization import DomainRandomization, EventTerm
 from tests.arm_env import ArmEnv, actions
@@ -275,3 +277,16 @@ def test_randomization_option_types_are_checked(randomization, match) -> None:
 
     with pytest.raises(ConfigError, match=match):
         gym.make_vec(mjvec.ENV_ID, num_envs=1, num_tools=6, randomization=randomization)
+
+
+def test_dr_params_exist_before_the_first_reset_as_nan_and_fill_per_env() -> None:
+    terms = [EventTerm("body_mass", 0.5, 1.5, targets=("object",)),
+             EventTerm("geom_friction", 0.7, 1.3, targets=("object_.*",)),
+             EventTerm("gravity", -0.3, 0.3, operation="add")]
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=3, num_tools=3, randomization=terms)
+    before = {name: value.copy() for name, value in env.dr_params.items()}
+    assert sorted(before) == ["body_mass", "geom_friction", "gravity"]
+    assert all(np.isnan(v).all() for v in before.values())
+    env.reset(seed=0)
+    for name, value in env.dr_params.items():
+        assert value.shape == before[name].shape and np.isfinite(value).all(), name

@@ -147,12 +147,16 @@ def test_memory_estimate_uses_what_the_task_declares():
     task = tasks.get_task(ENV_ID)
     opts = task.parse_options({})
     estimate = task.estimate_memory(1000, opts)
-    assert estimate.per_env["task"] == 64 and estimate.per_env["wrappers"] == 0
+    assert estimate.per_env["task"] == 0 and "wrappers" not in estimate.per_env
     model = pole_spec(0).compile()
     assert estimate.per_env["state"] == 8 * mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
     terms = (EventTerm("dof_damping", 2.0, 3.0, targets=("hinge",)),)
-    with_terms = task.estimate_memory(1000, dataclasses.replace(opts, randomization=terms))
-    assert with_terms.per_env["wrappers"] == tasks.terms_bytes_per_env(model, terms) == 2 * 8 * model.nv + 16
+    env = gym.make_vec(ENV_ID, num_envs=2, randomization=terms)
+    # The wrapper reports its own state: its draws and timer, and the backend's two per-env rows of dof_damping.
+    assert tasks.wrapper_bytes_per_env(env) == 8 * model.nv + 8 + 2 * 8 * model.nv
+    with pytest.raises(ConfigError, match=r"got \['bytes_per_env'\]: the memory arguments were removed.*memory_needs"):
+        tasks.register_task("Removed-v0", env_class=PoleBalanceEnv, variants=lambda o: (1, pole_spec),
+                            bytes_per_env=lambda o: 64)
 
 
 def test_shared_options_are_one_dataclass_for_every_task():
@@ -164,3 +168,36 @@ def test_shared_options_are_one_dataclass_for_every_task():
         assert issubclass(task.options, TaskOptions), env_id
         assert shared <= {f.name for f in dataclasses.fields(task.options)}
     assert mjvec.ENV_ID in tasks.registered_tasks()
+
+
+def test_each_variant_is_built_and_compiled_once_per_make_vec() -> None:
+    """The memory estimate's compile of the first variant is the one the backend uses."""
+    built: list[int] = []
+
+    def counted(v: int) -> mujoco.MjSpec:
+        built.append(v)
+        return pole_spec(v)
+
+    register_task("CountedPole-v0", env_class=PoleBalanceEnv, variants=lambda opts: (3, counted),
+                  env_kwargs=lambda opts: {"threshold": 0.5, "max_steps": 50})
+    try:
+        gym.make_vec("CountedPole-v0", num_envs=5, env_id_offset=1).close()
+        assert sorted(built) == [0, 1, 2]
+    finally:
+        unregister_task("CountedPole-v0")
+
+
+def test_the_cli_runs_a_task_registered_by_another_module_by_module_and_id() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = lambda *args: subprocess.run([sys.executable, "-m", "mjvec", *args], capture_output=True,  # noqa: E731
+                                       text=True, cwd=root, timeout=120)
+    ok = run("info", f"tests.third_task:{ENV_ID}")
+    assert ok.returncode == 0 and ok.stdout.startswith(ENV_ID), ok.stderr[-2000:]
+    unknown = run("info", ENV_ID)  # this process never imported tests.third_task
+    assert unknown.returncode == 2 and "give 'package.module:Id-v0'" in unknown.stderr
+    missing = run("info", "no_such_module:X-v0")
+    assert missing.returncode == 2 and "cannot import 'no_such_module'" in missing.stderr

@@ -195,6 +195,7 @@ class Scene:
     assignment: np.ndarray | None = None
     name: str = "scene"
     _variant_of_env: np.ndarray = field(init=False, repr=False, compare=False)
+    _compiled: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for label, value, low in (
@@ -220,6 +221,23 @@ class Scene:
                 )
         variant_of_env.setflags(write=False)
         object.__setattr__(self, "_variant_of_env", variant_of_env)
+        object.__setattr__(self, "_compiled", {})
+
+    def keep_compiled(self, v: int, spec: mujoco.MjSpec, model: mujoco.MjModel) -> None:
+        """Hold variant v's (spec, model), compiled by the caller, for the next `compile_variant(v)`."""
+        self._compiled[int(v)] = (spec, model)
+
+    def compile_variant(self, v: int, *, keep: bool = False) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
+        """(spec, compiled model) of variant v. keep=True holds the pair for the next call, which
+        takes it back: so a caller that compiles a variant before the backend does (a memory
+        estimate) costs no second compile, and nothing stays held after the backend's pass."""
+        pair = self._compiled.pop(int(v), None)
+        if pair is None:
+            spec = self.make_variant(int(v))
+            pair = (spec, spec.compile())
+        if keep:
+            self._compiled[int(v)] = pair
+        return pair
 
     @property
     def variant_of_env(self) -> np.ndarray:

@@ -36,11 +36,14 @@ class BackendEntry:
     cls: str
     threads: bool
     default_device: str | None
+    memory: str  # "module:function" of its per-env memory estimator (`mjvec.backends.memory`)
 
 
 BACKENDS: dict[str, BackendEntry] = {
-    "cpu": BackendEntry("cpu", "mjvec.backends.cpu", "CpuBackend", threads=True, default_device=None),
-    "warp": BackendEntry("warp", "mjvec.backends.warp", "WarpBackend", threads=False, default_device="cuda:0"),
+    "cpu": BackendEntry("cpu", "mjvec.backends.cpu", "CpuBackend", threads=True, default_device=None,
+                        memory="mjvec.backends.memory:cpu_bytes_per_env"),
+    "warp": BackendEntry("warp", "mjvec.backends.warp", "WarpBackend", threads=False, default_device="cuda:0",
+                         memory="mjvec.backends.warp.memory:warp_bytes_per_env"),
 }
 
 
@@ -50,6 +53,37 @@ def backend_entry(name: Any) -> BackendEntry:
     if entry is None:
         raise ConfigError(f"backend={name!r} is not supported; allowed values are {allowed(BACKENDS)}")
     return entry
+
+
+def check_backend_options(name: str, *, num_threads: int | None = None, device: str | None = None,
+                          state_namespace: str | None = None) -> BackendEntry:
+    """The entry of backend `name` after checking that it takes these options and ships with this
+    build (what `make_backend` checks first; a caller that estimates memory checks it before that)."""
+    entry = backend_entry(name)
+    if num_threads is not None and not entry.threads:
+        raise ConfigError(f"num_threads applies to threaded backends ({_threaded()}); drop it for backend={name!r}")
+    if device is not None and entry.default_device is None:
+        raise ConfigError(
+            f"backend={name!r} keeps its state on the host and takes no device (got device={device!r}); "
+            f"device backends are {_with_device()}"
+        )
+    if state_namespace not in (None, "numpy"):
+        raise ConfigError(f"state_namespace must be None or 'numpy', got {state_namespace!r}")
+    if importlib.util.find_spec(entry.module) is None:
+        raise ConfigError(f"backend={name!r} is not available in this build of mjvec; use backend='cpu'")
+    return entry
+
+
+def estimate_backend_memory(name: str, model: Any, bound_fields: tuple[str, ...] = (), *,
+                            device: str | None = None) -> Any:
+    """The `mjvec.backends.memory.BackendMemory` per env of backend `name` over compiled `model`,
+    before anything is allocated (the Warp estimator builds one- and two-world probes on `device`)."""
+    entry = check_backend_options(name, device=device)
+    module, function = entry.memory.split(":")
+    estimator = getattr(importlib.import_module(module), function)
+    if entry.default_device is None:
+        return estimator(model, bound_fields)
+    return estimator(model, bound_fields, device=device or entry.default_device)
 
 
 def make_backend(
@@ -73,19 +107,8 @@ def make_backend(
     Raises ConfigError for an unknown name, an option the backend does not take, or a backend
     whose extra is not installed.
     """
-    entry = backend_entry(name)
-    if num_threads is not None and not entry.threads:
-        raise ConfigError(f"num_threads applies to threaded backends ({_threaded()}); drop it for backend={name!r}")
-    if device is not None and entry.default_device is None:
-        raise ConfigError(
-            f"backend={name!r} keeps its state on the host and takes no device (got device={device!r}); "
-            f"device backends are {_with_device()}"
-        )
-    if state_namespace not in (None, "numpy"):
-        raise ConfigError(f"state_namespace must be None or 'numpy', got {state_namespace!r}")
+    entry = check_backend_options(name, num_threads=num_threads, device=device, state_namespace=state_namespace)
     deterministic = check_deterministic(deterministic)
-    if importlib.util.find_spec(entry.module) is None:
-        raise ConfigError(f"backend={name!r} is not available in this build of mjvec; use backend='cpu'")
     cls = getattr(importlib.import_module(entry.module), entry.cls)
     kwargs: dict[str, Any] = {"progress": progress, "deterministic": deterministic}
     if entry.threads:

@@ -261,8 +261,7 @@ def plan_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True)
     timestep = None
     used = [int(v) for v in scene.used_variants]
     for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
-        spec = scene.make_variant(v)
-        model = spec.compile()
+        spec, model = scene.compile_variant(v)
         if timestep is None:
             timestep = model.opt.timestep
         elif model.opt.timestep != timestep:

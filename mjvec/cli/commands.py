@@ -34,8 +34,8 @@ import numpy as np
 
 import mjvec
 from mjvec.backends.registry import backend_status
-from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options
-from mjvec.envs.tasks import get_task, registered_tasks
+from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options, resolve_env_id
+from mjvec.envs.tasks import get_task
 from mjvec.errors import ConfigError, MjvecError
 from mjvec.tasks.simtoolreal.registration import ENV_ID
 
@@ -59,8 +59,7 @@ def _space_dict(space: gym.Space) -> Any:
 def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
     """Spaces, timing, variants, options, presets and backends of `env_id`, from a one-env instance
     built with `options`."""
-    if env_id not in registered_tasks():
-        raise ConfigError(f"{env_id!r} is not registered; mjvec ids are {mjvec_env_ids()} (see python -m mjvec list)")
+    env_id = resolve_env_id(env_id)
     task = get_task(env_id)
     env = gym.make_vec(env_id, num_envs=1, **options)
     try:
@@ -204,13 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="spaces, variants, options, presets, backends of an env id", **kw,
                        description="Spaces, timing, variants, options, presets and backends of an env id "
                                    "(built once with one env).")
-    p.add_argument("env_id", nargs="?", default=ENV_ID, help="a registered env id")
+    p.add_argument("env_id", nargs="?", default=ENV_ID, help="a registered env id, or module:Id-v0 (imports module)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("rollout", help="run a random or SB3-checkpoint policy; write a grid PNG and/or GIF",
                        description=ROLLOUT_HELP, **kw)
-    p.add_argument("--env-id", default=ENV_ID, help="a registered env id")
+    p.add_argument("--env-id", default=ENV_ID, help="a registered env id, or module:Id-v0 (imports module)")
     p.add_argument("--num-envs", type=_int_at_least(1), default=8, help="envs in the batch")
     p.add_argument("--steps", type=_int_at_least(1), default=120, help="control steps")
     p.add_argument("--seed", type=_int_at_least(0), default=0, help="reset seed (and the random policy's)")

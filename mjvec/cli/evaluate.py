@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mjvec.cli.options import mjvec_env_ids, parse_options
+from mjvec.cli.options import parse_options, resolve_env_id
 from mjvec.cli.rollout import check_output_path
-from mjvec.errors import ConfigError
 
 
 def run_eval(args: argparse.Namespace) -> dict[str, Any]:
@@ -26,8 +25,7 @@ def run_eval(args: argparse.Namespace) -> dict[str, Any]:
             check_output_path(path, flag)
     policy = load_policy(args.checkpoint, args.kind)
     env_id = args.env_id or policy.metadata.get("env_id") or "SimToolReal-v0"
-    if env_id not in mjvec_env_ids():
-        raise ConfigError(f"{env_id!r} is not registered; mjvec ids are {mjvec_env_ids()}")
+    env_id = resolve_env_id(env_id)
     # The checkpoint's env options belong to its own task: another --env-id starts from none.
     recorded = policy.metadata.get("env_options", {}) if env_id == policy.metadata.get("env_id") else {}
     options = {**recorded, **parse_options(args.option, "eval")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,3 +52,24 @@ def parse_options(pairs: Sequence[str], command: str = "info") -> dict[str, Any]
 def mjvec_env_ids() -> list[str]:
     """The ids of every task registered through `mjvec.envs.tasks.register_task`, sorted."""
     return sorted(registered_tasks())
+
+
+def resolve_env_id(env_id: str) -> str:
+    """The registered id named by `env_id`: a registered id, or ``"module:Id-v0"`` (as `gym.make`
+    takes it), which imports `module` first so that a task registered there is found.
+
+    Raises ConfigError naming the registered ids (and the module, when it cannot be imported).
+    """
+    module, sep, name = env_id.rpartition(":")
+    if sep:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ConfigError(f"cannot import {module!r} (from the env id {env_id!r}): {error}") from error
+        env_id = name
+    if env_id not in registered_tasks():
+        raise ConfigError(
+            f"{env_id!r} is not registered; mjvec ids are {mjvec_env_ids()} (see python -m mjvec list). A task of your "
+            "own: give 'package.module:Id-v0', which imports the module that registers it, as gym.make does"
+        )
+    return env_id

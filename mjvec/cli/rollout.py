@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-from mjvec.cli.options import mjvec_env_ids, parse_options
+from mjvec.cli.options import parse_options, resolve_env_id
 from mjvec.errors import ConfigError
 
 
@@ -102,8 +102,7 @@ def rollout(args: argparse.Namespace) -> dict[str, Any]:
     from mjvec.integrations.video import write_gif, write_png
 
     options = parse_options(args.option, "rollout")
-    if args.env_id not in mjvec_env_ids():
-        raise ConfigError(f"{args.env_id!r} is not registered; mjvec ids are {mjvec_env_ids()}")
+    args.env_id = resolve_env_id(args.env_id)
     for flag, path in (("--grid", args.grid), ("--gif", args.gif)):
         if path is not None:
             check_output_path(path, flag)

@@ -104,6 +104,7 @@ from mjvec.envs.autoreset import (
     parse_seed,
 )
 from mjvec.envs.guard import exclusive, not_copyable
+from mjvec.envs.memory import MemoryNeeds
 from mjvec.envs.render import RenderMixin, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.rng import EnvRandom
@@ -240,6 +241,13 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
     def _reset_envs(self, rows: Rows) -> None:
         """Sample initial states for the envs of `rows` from self.rng; call self.backend.reset."""
         raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
+
+    @classmethod
+    def memory_needs(cls, options: Any) -> MemoryNeeds:
+        """What one env of this task holds, for the memory estimate `make_vec` checks before
+        building (`mjvec.envs.memory`): the MjData fields it binds and its own per-env bytes, for
+        the task's options. Default: nothing beyond the backend's."""
+        return MemoryNeeds()
 
     def _reset_info(self, rows: Rows) -> dict[str, Any]:
         """(N, ...) arrays known at reset (e.g. tool ids); only the rows of `rows` are read. Default: {}."""

@@ -1,103 +1,91 @@
-"""How much memory a batch of envs needs, estimated before anything is allocated.
+"""How much memory a batch of envs needs, estimated before anything is allocated, and checked.
 
-Contract. `estimate_memory` returns the host bytes that scale with num_envs, itemised per env:
+`MemoryEstimate` itemises one env's share in host memory and in device memory (a GPU's; the
+memory of warp's "cpu" device is host memory and is checked as such):
 
-- ``state``: one integration state row per env, ``mj_stateSize(model, mjSTATE_INTEGRATION)``
-  float64 values (what a backend keeps for each simulation between calls);
-- ``bound_fields``: the MjData fields bound as (num_envs, ...) views (the backend's own plus the
-  ones the task reads), counted twice: the backend's per-group rows and the env-order copy it
-  gathers them into when the variants span several groups;
-- ``model_fields``: every writable model field's per-env values, float64, counted twice: the
-  compiled defaults the backend reports (`Backend.defaults`) and the per-simulation rows an engine
-  keeps of the fields that differ between variants (sizes, masses, inertias, ...; about as large);
-- ``task``: the task's own per-env buffers, observations and infos, as the task declares them;
-- ``wrappers``: the randomization wrappers' per-env state (delay queues), as declared.
+- the backend's (`mjvec.backends.memory.BackendMemory`, from the backend's own estimator: its state
+  rows, bound fields and model-field copies on the CPU; mujoco_warp's measured per-world Data and
+  Model, views and backups on Warp);
+- ``task``: the task's own per-env buffers, as its env class declares them (`MjVecEnv.memory_needs`),
+  on the device where the task runs there;
+- ``wrappers``: the randomization wrappers' per-env state, as each wrapper reports it
+  (`HookWrapper.per_env_bytes`); checked once they are built, before their state is allocated (at
+  the first reset), against what is left then.
 
-The model passed is the canonical one (the largest layout over the variants in use), so each
-part is an upper bound for every env. What does not scale with num_envs (compiled variants,
-thread-local MjData, Python objects) is not counted: this estimate exists to refuse a
-configuration that cannot fit, before it starts allocating, not to predict RSS to the byte.
+The model estimated from is the first variant in use (compiled once: the backend reuses it). What
+does not scale with num_envs (compiled variants, thread-local MjData, captured graphs, Python
+objects) is not counted: this estimate exists to refuse a configuration that cannot fit, before it
+starts allocating, not to predict RSS to the byte.
 
-`check_fits` compares an estimate with `available_bytes()` (the kernel's MemAvailable, capped by
-the process's cgroup memory limit where one is set) and raises `ConfigError` naming num_envs,
-the estimate and what is available.
+`check_fits` compares an estimate with `available_bytes()` (the kernel's MemAvailable, capped by the
+process's cgroup memory limit where one is set) and, for a GPU, with its free memory, and raises
+`ConfigError` naming num_envs, the estimate and what is available.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import mujoco
-import numpy as np
-
-from mjvec.backends.fields import field_specs
+from mjvec.backends.memory import BackendMemory, bound_field_bytes  # noqa: F401  (bound_field_bytes: public here)
 from mjvec.errors import ConfigError
 
-# Fields every backend binds for the env base (state and inputs), besides what a task binds.
-BACKEND_BOUND_FIELDS = ("qpos", "qvel", "ctrl", "xfrc_applied", "time", "warning")
-# The backend's per-group rows plus the env-order copy (see the module docstring).
-BOUND_COPIES = 2
-# Defaults plus the engine's per-simulation variant rows (see the module docstring).
-MODEL_FIELD_COPIES = 2
-_STATE_BYTES = np.dtype(np.float64).itemsize
+
+@dataclass(frozen=True)
+class MemoryNeeds:
+    """What an env class declares of its per-env memory (`MjVecEnv.memory_needs`): the MjData fields
+    it binds besides the backend's own, and the bytes of its own per-env buffers."""
+
+    bound_fields: tuple[str, ...] = ()
+    bytes_per_env: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bound_fields", tuple(self.bound_fields))
+        if isinstance(self.bytes_per_env, bool) or not isinstance(self.bytes_per_env, int) or self.bytes_per_env < 0:
+            raise ConfigError(f"MemoryNeeds.bytes_per_env must be an int >= 0, got {self.bytes_per_env!r}")
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes a configuration of `num_envs` envs needs; `per_env` itemises one env's share."""
+    """Bytes a configuration of `num_envs` envs needs; `per_env` (host) and `device_per_env` (on
+    `device`; empty without one) itemise one env's share."""
 
     num_envs: int
     per_env: Mapping[str, int]
+    device_per_env: Mapping[str, int] = field(default_factory=dict)
+    device: str | None = None
+
+    @property
+    def on_host(self) -> bool:
+        """Whether the device items are host memory too (no device, or warp's cpu device)."""
+        return self.device is None or not str(self.device).startswith("cuda")
 
     @property
     def per_env_bytes(self) -> int:
-        return sum(self.per_env.values())
+        """Host bytes per env (the device's too where they are host memory)."""
+        return sum(self.per_env.values()) + (sum(self.device_per_env.values()) if self.on_host else 0)
+
+    @property
+    def device_per_env_bytes(self) -> int:
+        """GPU bytes per env (0 where the device is the host)."""
+        return 0 if self.on_host else sum(self.device_per_env.values())
 
     @property
     def total_bytes(self) -> int:
         return self.num_envs * self.per_env_bytes
 
 
-def bound_field_bytes(model: mujoco.MjModel, names: Iterable[str]) -> int:
-    """Bytes of one env's row of each MjData field in `names` (its dtype and per-env shape)."""
-    data = mujoco.MjData(model)
-    total = 0
-    for name in dict.fromkeys(names):
-        try:
-            total += np.asarray(getattr(data, name)).nbytes
-        except AttributeError as error:
-            raise ConfigError(f"{name!r} is not an MjData field; it cannot be bound") from error
-    return total
+def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env: int = 0,
+                    task_on_device: bool = False) -> MemoryEstimate:
+    """The `MemoryEstimate` of `num_envs` envs: the backend's per-env bytes and the task's.
 
-
-def estimate_memory(
-    model: mujoco.MjModel,
-    num_envs: int,
-    *,
-    bound_fields: Iterable[str] = (),
-    task_bytes_per_env: int = 0,
-    wrapper_bytes_per_env: int = 0,
-) -> MemoryEstimate:
-    """The `MemoryEstimate` of `num_envs` envs of canonical model `model` (see the module docstring).
-
-    bound_fields: MjData fields the task binds, besides `BACKEND_BOUND_FIELDS`.
-    task_bytes_per_env / wrapper_bytes_per_env: what the task and its wrappers declare per env.
     Needs no memory proportional to num_envs itself, so it is safe to call for absurd sizes.
     """
-    state = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION) * _STATE_BYTES
-    bound = BOUND_COPIES * bound_field_bytes(model, (*BACKEND_BOUND_FIELDS, *bound_fields))
-    defaults = sum(int(np.prod(spec.shape, dtype=np.int64)) for spec in field_specs(model, np.float64).values())
-    per_env = {
-        "state": int(state),
-        "bound_fields": int(bound),
-        "model_fields": MODEL_FIELD_COPIES * int(defaults) * _STATE_BYTES,
-        "task": int(task_bytes_per_env),
-        "wrappers": int(wrapper_bytes_per_env),
-    }
-    return MemoryEstimate(int(num_envs), per_env)
+    host, device = dict(backend.host), dict(backend.device)
+    (device if task_on_device and backend.device_name is not None else host)["task"] = int(task_bytes_per_env)
+    return MemoryEstimate(int(num_envs), host, device, backend.device_name)
 
 
 def available_bytes() -> int | None:
@@ -146,19 +134,41 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def check_fits(estimate: MemoryEstimate, available: int | None = None) -> None:
-    """Raise ConfigError when `estimate` needs more than `available` bytes (default: `available_bytes()`).
+def device_available_bytes(device: str) -> int | None:
+    """Free memory of a CUDA device (torch's view of it); None if unknown or no CUDA torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    return int(free)
 
-    Does nothing when the available memory cannot be determined.
-    """
-    available = available_bytes() if available is None else available
-    if available is None or estimate.total_bytes <= available:
-        return
-    fits = max(available // max(estimate.per_env_bytes, 1), 0)
-    parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in estimate.per_env.items() if v)
+
+def _refuse(estimate: MemoryEstimate, where: str, needs: int, per_env: int, parts: Mapping[str, int],
+            available: int) -> None:
+    fits = max(available // max(per_env, 1), 0)
+    items = ", ".join(f"{k} {format_bytes(v)}" for k, v in parts.items() if v)
     raise ConfigError(
-        f"num_envs={estimate.num_envs:,} needs about {format_bytes(estimate.total_bytes)} of memory "
-        f"({format_bytes(estimate.per_env_bytes)} per env: {parts}), but only {format_bytes(available)} is "
+        f"num_envs={estimate.num_envs:,} needs about {format_bytes(needs)} of {where}memory "
+        f"({format_bytes(per_env)} per env: {items}), but only {format_bytes(available)} is "
         f"available; use num_envs <= {fits:,} on this machine, or shard the envs over processes or machines "
         "with env_id_offset"
     )
+
+
+def check_fits(estimate: MemoryEstimate, available: int | None = None, device_available: int | None = None) -> None:
+    """Raise ConfigError when `estimate` needs more host memory than `available` bytes (default:
+    `available_bytes()`), or more GPU memory than its device has free. A limit that cannot be
+    determined is not checked."""
+    available = available_bytes() if available is None else available
+    if available is not None and estimate.total_bytes > available:
+        parts = {**estimate.per_env, **(estimate.device_per_env if estimate.on_host else {})}
+        _refuse(estimate, "", estimate.total_bytes, estimate.per_env_bytes, parts, available)
+    if estimate.device_per_env_bytes:
+        free = device_available_bytes(str(estimate.device)) if device_available is None else device_available
+        needs = estimate.num_envs * estimate.device_per_env_bytes
+        if free is not None and needs > free:
+            _refuse(estimate, f"{estimate.device} ", needs, estimate.device_per_env_bytes, estimate.device_per_env,
+                    free)

@@ -36,132 +36,22 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import mujoco
-import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.backends.base import Scene
-from mjvec.backends.determinism import check_deterministic
-from mjvec.backends.fields import field_specs
-from mjvec.backends.registry import backend_entry, make_backend, native_namespace
+from mjvec.backends.registry import backend_entry, check_backend_options, estimate_backend_memory, make_backend
 from mjvec.envs import memory
-from mjvec.envs.arrays import ARRAY_BACKENDS
-from mjvec.envs.autoreset import parse_autoreset_mode
-from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES, MjVecEnv
+from mjvec.envs.base import MAX_GLOBAL_ID, MjVecEnv
+from mjvec.envs.options import TaskOptions, is_int
 from mjvec.errors import ConfigError, UnknownOptionError, allowed
-from mjvec.randomization import KINDS, EventTerm, apply_randomization, check_randomization
+from mjvec.randomization import apply_randomization
 
 Preset = Callable[[VectorEnv], VectorEnv]
 Variants = tuple[int, Callable[[int], mujoco.MjSpec]]
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-@dataclass(frozen=True)
-class TaskOptions:
-    """The keyword options every task accepts (besides num_envs), validated in `__post_init__`.
-
-    backend: a name in `mjvec.backends.registry.BACKENDS` ("cpu": MuJoCo's `mujoco.batch` thread
-        pool; "warp": mujoco-warp, when installed).
-    num_threads: CPU worker threads (None: the CPU affinity count); threaded backends only.
-    device: where a device backend keeps its state and where torch outputs live (None: the
-        backend's default).
-    array_backend: "numpy" or "torch"; None picks the backend's native kind.
-    autoreset_mode: "next_step" (default), "same_step", "disabled", or an `AutoresetMode`.
-    render_mode: None or "rgb_array". render_size: (height, width) of each env's frame.
-    env_id_offset: global id of local env 0 (shards of one run keep variants and random streams).
-    randomization: None or "none" (the bare task), the name of one of the task's presets
-        (case-insensitive), or a sequence of `EventTerm`s (model-field DR).
-    record_episode_statistics: add ``info["episode"]`` at episode ends.
-    max_episode_steps: the episode limit in control steps (None: the task's own).
-    deterministic: ask the backend for run-to-run bit-identical results (True or False; on Warp
-        it turns on mujoco-warp's deterministic mode). What the built backend keeps is
-        ``env.unwrapped.backend.capabilities.determinism`` (`mjvec.backends.determinism`).
-    task_namespace: where the task layer runs. None: where the backend keeps its state if the task
-        runs in that namespace (`register_task`'s ``namespaces``), else numpy over host views;
-        "numpy": on the host whatever the backend, through per-step host copies of a device's
-        state (slower on a device; the reference the device path is tested against).
-
-    A task subclasses this (a frozen dataclass) to add its own options, may change a default by
-    redefining the field (SimToolReal-v0 defaults to randomization="paper"), and validates its own
-    fields in its `__post_init__` after calling this one. `HINTS` maps a commonly mistaken option
-    name to advice appended to the unknown-option error.
-    """
-
-    HINTS: ClassVar[Mapping[str, str]] = MappingProxyType({})
-
-    backend: str = "cpu"
-    num_threads: int | None = None
-    device: str | None = None
-    array_backend: str | None = None
-    autoreset_mode: Any = "next_step"
-    render_mode: str | None = None
-    render_size: tuple[int, int] = (240, 320)
-    env_id_offset: int = 0
-    randomization: str | tuple[EventTerm, ...] | None = None
-    record_episode_statistics: bool = False
-    max_episode_steps: int | None = None
-    task_namespace: str | None = None
-    deterministic: bool = False
-
-    def __post_init__(self) -> None:
-        randomization = self.randomization
-        if isinstance(randomization, str):
-            randomization = None if randomization.lower() == "none" else randomization.lower()
-        elif randomization is not None:
-            check_randomization(randomization, presets=None)  # a sequence of EventTerm, or a clear error
-            randomization = tuple(randomization)
-        object.__setattr__(self, "randomization", randomization)
-        backend_entry(self.backend)
-        if self.num_threads is not None and (not _is_int(self.num_threads) or self.num_threads < 1):
-            raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
-        if self.max_episode_steps is not None and (not _is_int(self.max_episode_steps) or self.max_episode_steps < 1):
-            raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
-        if not _is_int(self.env_id_offset) or not 0 <= self.env_id_offset <= MAX_GLOBAL_ID:
-            raise ConfigError(
-                f"env_id_offset must be an int >= 0 and at most 2**63 - 1 (global env ids are int64), "
-                f"got {self.env_id_offset!r}"
-            )
-        if not isinstance(self.record_episode_statistics, (bool, np.bool_)):
-            raise ConfigError(
-                f"record_episode_statistics must be True or False, got {self.record_episode_statistics!r}"
-            )
-        check_deterministic(self.deterministic)
-        parse_autoreset_mode(self.autoreset_mode)
-        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
-            raise ConfigError(
-                f"render_mode={self.render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
-            )
-        if self.array_backend is not None and self.array_backend not in ARRAY_BACKENDS:
-            raise ConfigError(
-                f"array_backend={self.array_backend!r} is not supported; allowed values are None or "
-                f"{allowed(ARRAY_BACKENDS)}"
-            )
-        if self.task_namespace not in (None, "numpy"):
-            raise ConfigError(
-                f"task_namespace must be None (where the backend keeps its state) or 'numpy' (on the host), "
-                f"got {self.task_namespace!r}"
-            )
-
-    def env_options(self, backend: Any) -> dict[str, Any]:
-        """The `MjVecEnv` keyword arguments these options set, for an env over `backend`."""
-        return {
-            "autoreset_mode": self.autoreset_mode,
-            "render_mode": self.render_mode,
-            "array_backend": self.array_backend or native_namespace(backend),
-            "device": self.device,
-            "record_episode_statistics": self.record_episode_statistics,
-            "render_size": self.render_size,
-        }
-
-
-def _first_used(opts: TaskOptions, used: np.ndarray) -> Sequence[int]:
-    return used[:1].tolist()
 
 
 @dataclass(frozen=True)
@@ -174,10 +64,6 @@ class Task:
     variants: Callable[[Any], Variants]
     env_kwargs: Callable[[Any], Mapping[str, Any]]
     presets: Mapping[str, Preset]
-    bound_fields: Callable[[Any], Sequence[str]]
-    bytes_per_env: Callable[[Any], int]
-    preset_bytes: Callable[[Any, mujoco.MjModel], int]
-    memory_variants: Callable[[Any, np.ndarray], Sequence[int]]
     namespaces: tuple[str, ...] = ("numpy",)
 
     # Gymnasium deep-copies an env spec (and so its entry points, bound methods of this task) on
@@ -214,8 +100,14 @@ class Task:
 
     def make_vec(self, num_envs: int = 1, **kwargs: Any) -> VectorEnv:
         """Build `num_envs` envs of this task (its vector entry point), wrapped with the requested
-        randomization. Keyword options: the fields of the task's options class."""
-        if not _is_int(num_envs) or num_envs < 1:
+        randomization. Keyword options: the fields of the task's options class.
+
+        Before anything proportional to num_envs is allocated, the first variant in use is compiled
+        (once: the backend reuses it) and the memory the backend and the task need is estimated and
+        checked (`mjvec.envs.memory`); once the wrappers are built, their per-env state is checked
+        against what is left, before they allocate it.
+        """
+        if not is_int(num_envs) or num_envs < 1:
             raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
         opts = self.parse_options(kwargs)
         last_id = opts.env_id_offset + num_envs - 1
@@ -224,17 +116,23 @@ class Task:
                 f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
                 "lower env_id_offset or num_envs"
             )
-        num_variants, make_variant = self.variants(opts)
-        memory.check_fits(self.estimate_memory(num_envs, opts))
-        scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
-                      env_id_offset=opts.env_id_offset, name=self.env_id)
         # The task runs where the backend keeps its state when it can (no per-step host round trip
         # on a device); a numpy-only task, or task_namespace="numpy", gets host views.
         takes_device = backend_entry(opts.backend).default_device is not None
         host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
-        backend = make_backend(opts.backend, scene, num_threads=opts.num_threads,
-                               device=opts.device if takes_device else None, state_namespace="numpy" if host else None,
-                               deterministic=opts.deterministic)
+        device = opts.device if takes_device else None
+        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device)
+        num_variants, make_variant = self.variants(opts)
+        first = opts.env_id_offset % num_variants
+        spec = make_variant(first)
+        model = spec.compile()
+        estimate = self.estimate_memory(num_envs, opts, model)
+        memory.check_fits(estimate)
+        scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
+                      env_id_offset=opts.env_id_offset, name=self.env_id)
+        scene.keep_compiled(first, spec, model)
+        backend = make_backend(opts.backend, scene, num_threads=opts.num_threads, device=device,
+                               state_namespace="numpy" if host else None, deterministic=opts.deterministic)
         try:
             env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
         except Exception:
@@ -242,8 +140,11 @@ class Task:
             raise
         try:
             if isinstance(opts.randomization, str):
-                return self.presets[opts.randomization](env)
-            return apply_randomization(env, opts.randomization)
+                wrapped = self.presets[opts.randomization](env)
+            else:
+                wrapped = apply_randomization(env, opts.randomization)
+            memory.check_fits(memory.MemoryEstimate(num_envs, {"wrappers": wrapper_bytes_per_env(wrapped)}))
+            return wrapped
         except Exception:
             env.close()  # frees the backend too
             raise
@@ -261,36 +162,31 @@ class Task:
             kwargs.pop(name, None)
         return SingleEnv(self.make_vec(1, autoreset_mode="disabled", array_backend="numpy", **kwargs))
 
-    def estimate_memory(self, num_envs: int, opts: TaskOptions) -> memory.MemoryEstimate:
-        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts`, before anything is built.
-
-        Compiles the variants `memory_variants` picks among those in use (default: the first) and
-        keeps the largest estimate; the task declares what it binds and holds per env, and its
-        presets' per-env state (`preset_bytes`).
-        """
-        num_variants, make_variant = self.variants(opts)
-        used = (opts.env_id_offset + np.arange(min(num_envs, num_variants), dtype=np.int64)) % num_variants
-        estimates = []
-        for variant in self.memory_variants(opts, used):
-            model = make_variant(int(variant)).compile()
-            if isinstance(opts.randomization, str):
-                wrappers = self.preset_bytes(opts, model)
-            else:
-                wrappers = terms_bytes_per_env(model, opts.randomization or ())
-            estimates.append(memory.estimate_memory(
-                model, num_envs, bound_fields=self.bound_fields(opts), task_bytes_per_env=self.bytes_per_env(opts),
-                wrapper_bytes_per_env=wrappers,
-            ))
-        return max(estimates, key=lambda e: e.per_env_bytes)
+    def estimate_memory(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel | None = None
+                        ) -> memory.MemoryEstimate:
+        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts` over compiled variant
+        `model` (None: the first variant in use), before anything is built: the backend's own per-env
+        bytes (its estimator, `mjvec.backends.registry.estimate_backend_memory`) and what the env class
+        declares (`MjVecEnv.memory_needs`)."""
+        if model is None:
+            num_variants, make_variant = self.variants(opts)
+            model = make_variant(opts.env_id_offset % num_variants).compile()
+        takes_device = backend_entry(opts.backend).default_device is not None
+        needs = self.env_class.memory_needs(opts)
+        backend = estimate_backend_memory(opts.backend, model, needs.bound_fields,
+                                          device=opts.device if takes_device else None)
+        on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
+        return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
+                                      task_on_device=on_device)
 
 
-def terms_bytes_per_env(model: mujoco.MjModel, terms: Sequence[EventTerm]) -> int:
-    """Each term keeps its draws (`dr_params`) and makes the backend keep a per-env copy of its field."""
-    specs = field_specs(model, np.float64)
+def wrapper_bytes_per_env(env: Any) -> int:
+    """What the randomization wrappers around an env will hold per env (`HookWrapper.per_env_bytes`)."""
     total = 0
-    for term in terms:
-        spec = specs.get(KINDS[term.kind][0])
-        total += 2 * 8 * int(np.prod(spec.shape)) + 16 if spec is not None else 16
+    while hasattr(env, "env"):
+        per_env = getattr(env, "per_env_bytes", None)
+        total += int(per_env()) if callable(per_env) else 0
+        env = env.env
     return total
 
 
@@ -305,11 +201,8 @@ def register_task(
     options: type[TaskOptions] = TaskOptions,
     env_kwargs: Callable[[Any], Mapping[str, Any]] = lambda opts: {},
     presets: Mapping[str, Preset] | None = None,
-    bound_fields: Callable[[Any], Sequence[str]] = lambda opts: (),
-    bytes_per_env: Callable[[Any], int] = lambda opts: 0,
-    preset_bytes: Callable[[Any, mujoco.MjModel], int] = lambda opts, model: 0,
-    memory_variants: Callable[[Any, np.ndarray], Sequence[int]] = _first_used,
     namespaces: Sequence[str] = ("numpy",),
+    **removed: Any,
 ) -> Task:
     """Register `env_id` with Gymnasium (``gym.make_vec`` and ``gym.make``) and mjvec's CLI.
 
@@ -325,14 +218,19 @@ def register_task(
     env_kwargs(opts): the task-specific constructor arguments of `env_class`.
     presets: name -> wrap(env), the named randomization settings ``randomization=name`` selects;
         names are lower-case ("none" is reserved).
-    bound_fields(opts), bytes_per_env(opts): the MjData fields the task binds and the host bytes it
-        holds per env (`mjvec.envs.memory`); preset_bytes(opts, model): the per-env bytes of the
-        chosen preset's wrappers; memory_variants(opts, used variant ids): which variants to
-        compile for the estimate (default: the first used one; list one per distinct layout).
+    The memory estimate needs nothing here: the env class declares what it holds
+    (`MjVecEnv.memory_needs`), each wrapper reports its own state (`HookWrapper.per_env_bytes`), and
+    the backend estimates itself.
 
     Returns the `Task`. Raises ConfigError for an id already registered (with Gymnasium or here)
     or a malformed argument.
     """
+    if removed:
+        raise ConfigError(
+            f"register_task({env_id!r}) got {sorted(removed)}: the memory arguments were removed. Declare what the "
+            "env holds per env on its class instead (override MjVecEnv.memory_needs(options) to return "
+            "mjvec.envs.memory.MemoryNeeds(bound_fields=..., bytes_per_env=...)); wrappers report their own state"
+        )
     if not isinstance(env_id, str) or not env_id:
         raise ConfigError(f"env_id must be a non-empty str such as 'MyTask-v0', got {env_id!r}")
     if env_id in _TASKS or env_id in gym.registry:
@@ -350,8 +248,7 @@ def register_task(
         raise ConfigError(
             f"presets must map lower-case names other than 'none' to callables wrap(env) -> env; got {presets!r}"
         )
-    callables = {"variants": variants, "env_kwargs": env_kwargs, "bound_fields": bound_fields,
-                 "bytes_per_env": bytes_per_env, "preset_bytes": preset_bytes, "memory_variants": memory_variants}
+    callables = {"variants": variants, "env_kwargs": env_kwargs}
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")

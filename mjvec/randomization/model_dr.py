@@ -106,7 +106,9 @@ class DomainRandomization(HookWrapper, VectorWrapper):
             self._check_primitive(term)
             self._check_geometry_reach(term)
         n = self._backend.num_envs
-        self.dr_params: dict[str, np.ndarray] = {}
+        # Every term's latest draw per env; NaN until the env's first draw of that term.
+        self.dr_params: dict[str, np.ndarray] = {
+            t.name: np.full((n, *draw_shape(t, self._index[t.name])), np.nan) for t in self._terms}
         self._timers = np.full((len(self._terms), n), np.inf)
         self._register(lambda: base.lifecycle.subscribe("startup", self._on_startup),
                        lambda: base.lifecycle.subscribe("reset", self._on_reset),
@@ -115,6 +117,18 @@ class DomainRandomization(HookWrapper, VectorWrapper):
     @property
     def terms(self) -> tuple[EventTerm, ...]:
         return self._terms
+
+    def per_env_bytes(self) -> int:
+        """Each term's draws (`dr_params`, float64) and timer, and the backend's per-env rows of each
+        field written (its staged copy and the engine's own row)."""
+        specs = self._backend.capabilities.fields
+        total = 0
+        for term in self._terms:
+            index = self._index[term.name]
+            total += 8 * int(np.prod(draw_shape(term, index))) + 8
+            for name in coupled_fields(term):
+                total += 2 * 8 * int(np.prod(specs[name].shape))
+        return total
 
     def _check_primitive(self, term: EventTerm) -> None:
         if term.kind != "geom_size":
@@ -204,10 +218,7 @@ class DomainRandomization(HookWrapper, VectorWrapper):
                     staged[field][rows[:, None], index[None, :]] = new
                     touched[field][1].update(index.tolist())
                 touched[field][0][rows] = True
-            store = self.dr_params.get(term.name)
-            if store is None:
-                store = self.dr_params[term.name] = np.full((be.num_envs, *draw.shape[1:]), np.nan)
-            store[ids] = draw
+            self.dr_params[term.name][ids] = draw
         writes = []
         for field, (rows_mask, entries) in touched.items():
             rows = np.flatnonzero(rows_mask)

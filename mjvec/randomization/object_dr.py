@@ -68,6 +68,10 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.lifecycle.subscribe("interval", self._advance))
 
+    def per_env_bytes(self) -> int:
+        """The queue of max_delay + 1 float64 poses (7 values), the perceived pose, a reset mark."""
+        return (self._max + 2) * 7 * 8 + 1
+
     def _sample(self, pose: Any, rows: Rows, suffix: str = "") -> tuple[Any, Any]:
         """(pos, quat) of the selection's rows of `pose`, with noise drawn for those envs."""
         rng, xp = self._base.rng, namespace_of(pose)
@@ -115,6 +119,10 @@ class ObjectScaleNoise(HookWrapper, VectorWrapper):
         self._mult = base.zeros((3,), base.xp.float64) + 1.0
         self._register(lambda: base.set_object_scale_source(self._scales),
                        lambda: base.lifecycle.subscribe("reset", self._draw))
+
+    def per_env_bytes(self) -> int:
+        """The three float64 scale factors per env."""
+        return 3 * 8
 
     def _draw(self, rows: Rows) -> None:
         rows.put(self._mult, self._base.rng.uniform(rows, "dr/scale_noise", self._low, self._high, (3,)))
@@ -173,6 +181,10 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.pushed = base.zeros((), base.xp.bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
                        lambda: base.lifecycle.subscribe("interval", self._on_step))
+
+    def per_env_bytes(self) -> int:
+        """Two float64 probabilities and three push masks per env."""
+        return 2 * 8 + 3
 
     def _mass(self, rows: Rows) -> Any:
         if self.mass_scale == "reference":

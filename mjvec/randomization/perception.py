@@ -24,6 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
@@ -143,6 +144,12 @@ class ObservationDelay(HookWrapper, VectorWrapper):
         self._all = base.all_rows
         self._register(lambda: base.add_observation_transform(self._transform))
 
+    def per_env_bytes(self) -> int:
+        """The queue: max_delay + 1 policy observations per env."""
+        space = self._base.single_observation_space
+        policy = space["policy"] if isinstance(space, gym.spaces.Dict) else space
+        return (self._max + 1) * int(np.prod(policy.shape)) * np.dtype(policy.dtype).itemsize
+
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
         fresh = _policy(obs)
         if not event.stepped:
@@ -173,6 +180,10 @@ class ActionDelay(HookWrapper, VectorWrapper):
         self._all = base.all_rows
         self._register(lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.add_action_transform(self._transform))
+
+    def per_env_bytes(self) -> int:
+        """The queue: max_delay + 1 float64 actions per env, and a reset mark."""
+        return (self._max + 1) * int(np.prod(self.env.single_action_space.shape)) * 8 + 1
 
     def _transform(self, actions: Any) -> Any:
         self._queue.push(actions, with_segment_starts(self._marks.take(), self._segments, 1))

@@ -35,6 +35,11 @@ class HookWrapper(VectorEnvAPI, VectorWrapper):
             self.release_hooks()
             raise
 
+    def per_env_bytes(self) -> int:
+        """The bytes of per-env state this wrapper will hold (its queues, draws and buffers), for the
+        memory check `make_vec` runs once the wrappers are built. Default: none."""
+        return 0
+
     def release_hooks(self) -> None:
         """Unregister everything this wrapper registered on the env (idempotent)."""
         while self._releases:

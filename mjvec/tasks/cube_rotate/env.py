@@ -38,6 +38,7 @@ from gymnasium.vector import VectorEnv
 
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
 from mjvec.envs.base import MjVecEnv
+from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate import scene as C
 from mjvec.tasks.cube_rotate import terms as ct
@@ -107,6 +108,11 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         )
         self._site_xpos = backend.bind("site_xpos")
         self._actuator_force = backend.bind("actuator_force")
+
+    @classmethod
+    def memory_needs(cls, options: Any) -> MemoryNeeds:
+        """What one env holds (`MjVecEnv.memory_needs`)."""
+        return MemoryNeeds(cls.bound_fields(), cls.bytes_per_env())
 
     @staticmethod
     def bound_fields() -> tuple[str, ...]:

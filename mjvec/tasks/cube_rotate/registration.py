@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks, terms_bytes_per_env
+from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
 from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 from mjvec.tasks.cube_rotate.env import CubeRotateEnv
@@ -81,7 +81,4 @@ def register_envs() -> Task:
         variants=_variants,
         env_kwargs=lambda opts: {"catalog": _catalog(), "config": opts.task_config()},
         presets={"paper": paper},
-        bound_fields=lambda opts: CubeRotateEnv.bound_fields(),
-        bytes_per_env=lambda opts: CubeRotateEnv.bytes_per_env(),
-        preset_bytes=lambda opts, model: terms_bytes_per_env(model, PAPER_TERMS),
     )

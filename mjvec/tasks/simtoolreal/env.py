@@ -53,6 +53,7 @@ from gymnasium.vector import VectorEnv
 from mjvec.assets import robot as R
 from mjvec.assets.tools import ToolCatalog
 from mjvec.envs.base import MjVecEnv
+from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal import terms as tm
@@ -137,6 +138,11 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         self._slots.declare("object_scales")
 
     # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
+    @classmethod
+    def memory_needs(cls, options: Any) -> MemoryNeeds:
+        """What one env holds (`MjVecEnv.memory_needs`), for SimToolReal-v0's options."""
+        return MemoryNeeds(cls.bound_fields(options.obs_mode), cls.bytes_per_env(options.obs_mode))
+
     @staticmethod
     def bound_fields(obs_mode: str) -> tuple[str, ...]:
         """The MjData fields the task binds; a bound output is copied out every step: bind only what is read."""

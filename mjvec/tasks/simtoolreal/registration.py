@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
-
-import mujoco
-import numpy as np
 
 from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
@@ -32,7 +29,7 @@ from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.env import SimToolRealEnv
 from mjvec.tasks.simtoolreal.presets import paper
 from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
-from mjvec.tasks.simtoolreal.terms import OBS_MODES, POLICY_LAYOUT, layout_size
+from mjvec.tasks.simtoolreal.terms import OBS_MODES
 
 __all__ = ["ENV_ID", "MAX_TOOLS", "SimToolRealOptions", "default_catalog", "register_envs", "task"]
 
@@ -100,21 +97,6 @@ def _env_kwargs(opts: SimToolRealOptions) -> dict[str, Any]:
             "obs_mode": opts.obs_mode}
 
 
-# Per-env bytes of the paper preset's wrappers: object-pose latency (10 poses of 7 float64), the
-# observation delay (3 float32 policy observations plus the last one), the action delay (3 float64
-# actions) and the pushes' per-env state. `tests/test_memory.py` checks them against the wrappers.
-def _paper_bytes_per_env(opts: SimToolRealOptions, model: mujoco.MjModel) -> int:
-    return 10 * 7 * 8 + 4 * layout_size(POLICY_LAYOUT) * 4 + 3 * 29 * 8 + 128
-
-
-def _one_per_topology(opts: SimToolRealOptions, used: np.ndarray) -> Sequence[int]:
-    """The first used tool of each topology class (each class has one geom layout)."""
-    catalog, first_of_class = default_catalog(), {}
-    for tool in used.tolist():
-        first_of_class.setdefault(catalog[tool].topology, tool)
-    return list(first_of_class.values())
-
-
 def register_envs() -> Task:
     """Register SimToolReal-v0 (idempotent: a second call returns the registered task)."""
     if ENV_ID in registered_tasks():
@@ -126,10 +108,6 @@ def register_envs() -> Task:
         variants=_variants,
         env_kwargs=_env_kwargs,
         presets={"paper": paper},
-        bound_fields=lambda opts: SimToolRealEnv.bound_fields(opts.obs_mode),
-        bytes_per_env=lambda opts: SimToolRealEnv.bytes_per_env(opts.obs_mode),
-        preset_bytes=_paper_bytes_per_env,
-        memory_variants=_one_per_topology,
         namespaces=("numpy", "torch"),
     )
 

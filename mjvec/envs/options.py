@@ -1,0 +1,124 @@
+"""`TaskOptions`: the keyword options every task accepts, validated once, here.
+
+A task's own options class subclasses it (a frozen dataclass) and validates its own fields after
+calling this one's `__post_init__`; `mjvec.envs.tasks.register_task` takes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mjvec.backends.determinism import check_deterministic
+from mjvec.backends.registry import backend_entry, native_namespace
+from mjvec.envs.arrays import ARRAY_BACKENDS
+from mjvec.envs.autoreset import parse_autoreset_mode
+from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
+from mjvec.errors import ConfigError, allowed
+from mjvec.randomization import EventTerm, check_randomization
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """The keyword options every task accepts (besides num_envs), validated in `__post_init__`.
+
+    backend: a name in `mjvec.backends.registry.BACKENDS` ("cpu": MuJoCo's `mujoco.batch` thread
+        pool; "warp": mujoco-warp, when installed).
+    num_threads: CPU worker threads (None: the CPU affinity count); threaded backends only.
+    device: where a device backend keeps its state and where torch outputs live (None: the
+        backend's default).
+    array_backend: "numpy" or "torch"; None picks the backend's native kind.
+    autoreset_mode: "next_step" (default), "same_step", "disabled", or an `AutoresetMode`.
+    render_mode: None or "rgb_array". render_size: (height, width) of each env's frame.
+    env_id_offset: global id of local env 0 (shards of one run keep variants and random streams).
+    randomization: None or "none" (the bare task), the name of one of the task's presets
+        (case-insensitive), or a sequence of `EventTerm`s (model-field DR).
+    record_episode_statistics: add ``info["episode"]`` at episode ends.
+    max_episode_steps: the episode limit in control steps (None: the task's own).
+    deterministic: ask the backend for run-to-run bit-identical results (True or False; on Warp
+        it turns on mujoco-warp's deterministic mode). What the built backend keeps is
+        ``env.unwrapped.backend.capabilities.determinism`` (`mjvec.backends.determinism`).
+    task_namespace: where the task layer runs. None: where the backend keeps its state if the task
+        runs in that namespace (`register_task`'s ``namespaces``), else numpy over host views;
+        "numpy": on the host whatever the backend, through per-step host copies of a device's
+        state (slower on a device; the reference the device path is tested against).
+
+    A task subclasses this (a frozen dataclass) to add its own options, may change a default by
+    redefining the field (SimToolReal-v0 defaults to randomization="paper"), and validates its own
+    fields in its `__post_init__` after calling this one. `HINTS` maps a commonly mistaken option
+    name to advice appended to the unknown-option error.
+    """
+
+    HINTS: ClassVar[Mapping[str, str]] = MappingProxyType({})
+
+    backend: str = "cpu"
+    num_threads: int | None = None
+    device: str | None = None
+    array_backend: str | None = None
+    autoreset_mode: Any = "next_step"
+    render_mode: str | None = None
+    render_size: tuple[int, int] = (240, 320)
+    env_id_offset: int = 0
+    randomization: str | tuple[EventTerm, ...] | None = None
+    record_episode_statistics: bool = False
+    max_episode_steps: int | None = None
+    task_namespace: str | None = None
+    deterministic: bool = False
+
+    def __post_init__(self) -> None:
+        randomization = self.randomization
+        if isinstance(randomization, str):
+            randomization = None if randomization.lower() == "none" else randomization.lower()
+        elif randomization is not None:
+            check_randomization(randomization, presets=None)  # a sequence of EventTerm, or a clear error
+            randomization = tuple(randomization)
+        object.__setattr__(self, "randomization", randomization)
+        backend_entry(self.backend)
+        if self.num_threads is not None and (not is_int(self.num_threads) or self.num_threads < 1):
+            raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
+        if self.max_episode_steps is not None and (not is_int(self.max_episode_steps) or self.max_episode_steps < 1):
+            raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
+        if not is_int(self.env_id_offset) or not 0 <= self.env_id_offset <= MAX_GLOBAL_ID:
+            raise ConfigError(
+                f"env_id_offset must be an int >= 0 and at most 2**63 - 1 (global env ids are int64), "
+                f"got {self.env_id_offset!r}"
+            )
+        if not isinstance(self.record_episode_statistics, (bool, np.bool_)):
+            raise ConfigError(
+                f"record_episode_statistics must be True or False, got {self.record_episode_statistics!r}"
+            )
+        check_deterministic(self.deterministic)
+        parse_autoreset_mode(self.autoreset_mode)
+        if self.render_mode is not None and self.render_mode not in RENDER_MODES:
+            raise ConfigError(
+                f"render_mode={self.render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"
+            )
+        if self.array_backend is not None and self.array_backend not in ARRAY_BACKENDS:
+            raise ConfigError(
+                f"array_backend={self.array_backend!r} is not supported; allowed values are None or "
+                f"{allowed(ARRAY_BACKENDS)}"
+            )
+        if self.task_namespace not in (None, "numpy"):
+            raise ConfigError(
+                f"task_namespace must be None (where the backend keeps its state) or 'numpy' (on the host), "
+                f"got {self.task_namespace!r}"
+            )
+
+    def env_options(self, backend: Any) -> dict[str, Any]:
+        """The `MjVecEnv` keyword arguments these options set, for an env over `backend`."""
+        return {
+            "autoreset_mode": self.autoreset_mode,
+            "render_mode": self.render_mode,
+            "array_backend": self.array_backend or native_namespace(backend),
+            "device": self.device,
+            "record_episode_statistics": self.record_episode_statistics,
+            "render_size": self.render_size,
+        }
