@@ -173,6 +173,7 @@ class Task:
     preset_bytes: Callable[[Any, mujoco.MjModel], int]
     memory_variants: Callable[[Any, np.ndarray], Sequence[int]]
     namespaces: tuple[str, ...] = ("numpy",)
+    scene_options: Callable[[Any], Mapping[str, Any]] = lambda opts: {}
 
     # Gymnasium deep-copies an env spec (and so its entry points, bound methods of this task) on
     # every make; a task is immutable and registered once, so copies are the task itself, and a
@@ -221,7 +222,7 @@ class Task:
         num_variants, make_variant = self.variants(opts)
         memory.check_fits(self.estimate_memory(num_envs, opts))
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
-                      env_id_offset=opts.env_id_offset, name=self.env_id)
+                      env_id_offset=opts.env_id_offset, name=self.env_id, **self.scene_options(opts))
         # The task runs where the backend keeps its state when it can (no per-step host round trip
         # on a device); a numpy-only task, or task_namespace="numpy", gets host views.
         takes_device = backend_entry(opts.backend).default_device is not None
@@ -303,6 +304,7 @@ def register_task(
     preset_bytes: Callable[[Any, mujoco.MjModel], int] = lambda opts, model: 0,
     memory_variants: Callable[[Any, np.ndarray], Sequence[int]] = _first_used,
     namespaces: Sequence[str] = ("numpy",),
+    scene_options: Callable[[Any], Mapping[str, Any]] = lambda opts: {},
 ) -> Task:
     """Register `env_id` with Gymnasium (``gym.make_vec`` and ``gym.make``) and mjvec's CLI.
 
@@ -322,6 +324,8 @@ def register_task(
         holds per env (`mjvec.envs.memory`); preset_bytes(opts, model): the per-env bytes of the
         chosen preset's wrappers; memory_variants(opts, used variant ids): which variants to
         compile for the estimate (default: the first used one; list one per distinct layout).
+    scene_options(opts): extra `mjvec.backends.base.Scene` fields the task needs from every backend
+        (e.g. ``{"rne_post_constraint": True}`` for contact forces as mj_rnePostConstraint gives them).
 
     Returns the `Task`. Raises ConfigError for an id already registered (with Gymnasium or here)
     or a malformed argument.
@@ -344,7 +348,8 @@ def register_task(
             f"presets must map lower-case names other than 'none' to callables wrap(env) -> env; got {presets!r}"
         )
     callables = {"variants": variants, "env_kwargs": env_kwargs, "bound_fields": bound_fields,
-                 "bytes_per_env": bytes_per_env, "preset_bytes": preset_bytes, "memory_variants": memory_variants}
+                 "bytes_per_env": bytes_per_env, "preset_bytes": preset_bytes, "memory_variants": memory_variants,
+                 "scene_options": scene_options}
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")
