@@ -1,6 +1,7 @@
 """mjvec: batched MuJoCo robot-learning environments that are real Gymnasium VectorEnvs.
 
-`import mjvec` registers the environment ids (SimToolReal-v0, CubeRotate-v0) with Gymnasium, so
+`import mjvec` registers the environment ids (SimToolReal-v0, CubeRotate-v0 and Gymnasium's MuJoCo
+suite as mjvec/Ant-v5, mjvec/HalfCheetah-v5, mjvec/Hopper-v5, mjvec/Walker2d-v5, mjvec/Humanoid-v5) with Gymnasium, so
 `gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu")` works afterwards (equivalently,
 `gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`). Tasks of your own register through
 `mjvec.envs.tasks.register_task`.
@@ -21,6 +22,7 @@ from mjvec.errors import (
     RenderError,
     ResetNeededError,
 )
+from mjvec.tasks import gym_mujoco
 
 __version__ = "0.1.0"
 
@@ -30,6 +32,7 @@ def register_envs() -> None:
     """Register mjvec's tasks with Gymnasium (idempotent)."""
     registration.register_envs()
     cube_rotate_registration.register_envs()
+    gym_mujoco.register_envs()
 
 
 register_envs()

@@ -1,0 +1,102 @@
+"""Lockstep driver: N mjvec envs of a suite task against N of Gymnasium's own envs of the same id.
+
+Both sides start every episode in the same state: mjvec draws its reset state from its own streams,
+and each Gymnasium env is reset and then `set_state` to it (Gymnasium's documented way of setting
+qpos/qvel, which runs mj_forward as mjvec's reset does). Both get the same seeded float32 actions.
+mjvec runs NEXT_STEP autoreset: an env done at step t is reset at t+1, where its Gymnasium twin is
+reset to the same state and its observation compared with mjvec's reset observation.
+Everything is compared bit for bit (bytes and dtype): observations, rewards, terminated,
+truncated and every info term of Gymnasium's step and reset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def bits(value: Any) -> tuple[str, bytes]:
+    """(dtype, bytes) of a value: two values with the same bits compare equal."""
+    array = np.asarray(value)
+    return str(array.dtype), array.tobytes()
+
+
+@dataclass
+class OracleRun:
+    """What a lockstep run saw: steps compared, episodes ended, mismatches (empty when equal)."""
+
+    steps: int = 0
+    terminations: int = 0
+    truncations: int = 0
+    resets: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    def check(self, what: str, ours: Any, theirs: Any) -> None:
+        if bits(ours) != bits(theirs) and len(self.mismatches) < 20:
+            self.mismatches.append(f"{what}: mjvec {np.asarray(ours)!r} vs gymnasium {np.asarray(theirs)!r}")
+
+
+def _gym_reset_to(ref: gym.Env, qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    ref.reset()
+    env = ref.unwrapped
+    env.set_state(qpos.copy(), qvel.copy())
+    return env._get_obs(), env._get_reset_info()
+
+
+def _check_info(run: OracleRun, where: str, info: dict[str, Any], i: int, theirs: dict[str, Any]) -> None:
+    ours = {k for k in info if not k.startswith("_") and k != "sim_error"}
+    if ours != set(theirs):
+        run.mismatches.append(f"{where}: info keys {sorted(ours)} vs gymnasium's {sorted(theirs)}")
+        return
+    for key, value in theirs.items():
+        if not info[f"_{key}"][i]:
+            run.mismatches.append(f"{where}: info[{key!r}] is masked out for env {i}")
+        run.check(f"{where} info[{key!r}]", info[key][i], value)
+
+
+def lockstep(name: str, num_envs: int, steps: int, seed: int, *, max_episode_steps: int | None = None,
+             num_threads: int = 1, **options: Any) -> OracleRun:
+    """Run `steps` steps of ``mjvec/<name>`` and ``<name>`` side by side (see the module docstring)."""
+    limit = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+    env = gym.make_vec(f"mjvec/{name}", num_envs=num_envs, num_threads=num_threads, **limit, **options)
+    refs = [gym.make(name, **limit, **options) for _ in range(num_envs)]
+    base, run = env.unwrapped, OracleRun()
+    try:
+        obs, info = env.reset(seed=seed)
+        for i, ref in enumerate(refs):
+            ref_obs, ref_info = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i])
+            run.check(f"reset obs env {i}", obs[i], ref_obs)
+            _check_info(run, f"reset env {i}", info, i, ref_info)
+        low, high = env.single_action_space.low, env.single_action_space.high
+        actions_rng = np.random.default_rng(seed)
+        pending = np.zeros(num_envs, bool)
+        for t in range(steps):
+            actions = actions_rng.uniform(low, high, (num_envs, low.size)).astype(np.float32)
+            obs, reward, terminated, truncated, info = env.step(actions)
+            for i, ref in enumerate(refs):
+                where = f"step {t} env {i}"
+                if pending[i]:  # mjvec reset env i in this step: its twin starts the same episode
+                    ref_obs, _ = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i])
+                    run.check(f"{where} (autoreset) obs", obs[i], ref_obs)
+                    run.check(f"{where} (autoreset) reward", reward[i], np.float64(0.0))
+                    run.check(f"{where} (autoreset) done", (terminated[i], truncated[i]), (False, False))
+                    run.resets += 1
+                    continue
+                ref_obs, ref_reward, ref_term, ref_trunc, ref_info = ref.step(actions[i])
+                run.check(f"{where} obs", obs[i], ref_obs)
+                run.check(f"{where} reward", reward[i], np.float64(ref_reward))
+                run.check(f"{where} terminated", terminated[i], np.bool_(ref_term))
+                run.check(f"{where} truncated", truncated[i], np.bool_(ref_trunc))
+                _check_info(run, where, info, i, ref_info)
+                run.steps += 1
+            run.terminations += int(terminated.sum())
+            run.truncations += int(truncated.sum())
+            pending = terminated | truncated
+    finally:
+        env.close()
+        for ref in refs:
+            ref.close()
+    return run
