@@ -7,6 +7,10 @@ mjvec runs NEXT_STEP autoreset: an env done at step t is reset at t+1, where its
 reset to the same state and its observation compared with mjvec's reset observation.
 Everything is compared bit for bit (bytes and dtype): observations, rewards, terminated,
 truncated and every info term of Gymnasium's step and reset.
+
+With ``randomization=`` (model-field EventTerms or a preset), each Gymnasium twin's MjModel is given
+its mjvec env's current values of the randomized fields (a direct MjModel edit) and mj_setConst
+before every episode starts: the independent oracle of mjvec's batched writes and recompute.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 
 
@@ -39,9 +44,26 @@ class OracleRun:
             self.mismatches.append(f"{what}: mjvec {np.asarray(ours)!r} vs gymnasium {np.asarray(theirs)!r}")
 
 
-def _gym_reset_to(ref: gym.Env, qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+# What EventTerms write (the mass term scales inertia too, the gain term writes gainprm and biasprm).
+RANDOMIZED_FIELDS = ("body_mass", "body_inertia", "body_ipos", "geom_friction", "dof_damping", "dof_armature",
+                     "dof_frictionloss", "actuator_gainprm", "actuator_biasprm", "gravity")
+
+
+def copy_model_fields(backend: Any, i: int, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+    """Write env i's current randomizable fields into `model` directly, then mj_setConst."""
+    for name in RANDOMIZED_FIELDS:
+        value = backend.field_values(name, np.array([i]))[0]
+        target = model.opt.gravity if name == "gravity" else getattr(model, name)
+        target[...] = value
+    mujoco.mj_setConst(model, data)
+
+
+def _gym_reset_to(ref: gym.Env, qpos: np.ndarray, qvel: np.ndarray, backend: Any = None,
+                  i: int = 0) -> tuple[np.ndarray, dict[str, Any]]:
     ref.reset()
     env = ref.unwrapped
+    if backend is not None:
+        copy_model_fields(backend, i, env.model, env.data)
     env.set_state(qpos.copy(), qvel.copy())
     return env._get_obs(), env._get_reset_info()
 
@@ -58,16 +80,18 @@ def _check_info(run: OracleRun, where: str, info: dict[str, Any], i: int, theirs
 
 
 def lockstep(name: str, num_envs: int, steps: int, seed: int, *, max_episode_steps: int | None = None,
-             num_threads: int = 1, **options: Any) -> OracleRun:
+             num_threads: int = 1, randomization: Any = None, **options: Any) -> OracleRun:
     """Run `steps` steps of ``mjvec/<name>`` and ``<name>`` side by side (see the module docstring)."""
     limit = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
-    env = gym.make_vec(f"mjvec/{name}", num_envs=num_envs, num_threads=num_threads, **limit, **options)
+    env = gym.make_vec(f"mjvec/{name}", num_envs=num_envs, num_threads=num_threads, randomization=randomization,
+                       **limit, **options)
     refs = [gym.make(name, **limit, **options) for _ in range(num_envs)]
     base, run = env.unwrapped, OracleRun()
+    sync = base.backend if randomization is not None else None
     try:
         obs, info = env.reset(seed=seed)
         for i, ref in enumerate(refs):
-            ref_obs, ref_info = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i])
+            ref_obs, ref_info = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i], sync, i)
             run.check(f"reset obs env {i}", obs[i], ref_obs)
             _check_info(run, f"reset env {i}", info, i, ref_info)
         low, high = env.single_action_space.low, env.single_action_space.high
@@ -79,7 +103,7 @@ def lockstep(name: str, num_envs: int, steps: int, seed: int, *, max_episode_ste
             for i, ref in enumerate(refs):
                 where = f"step {t} env {i}"
                 if pending[i]:  # mjvec reset env i in this step: its twin starts the same episode
-                    ref_obs, _ = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i])
+                    ref_obs, _ = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i], sync, i)
                     run.check(f"{where} (autoreset) obs", obs[i], ref_obs)
                     run.check(f"{where} (autoreset) reward", reward[i], np.float64(0.0))
                     run.check(f"{where} (autoreset) done", (terminated[i], truncated[i]), (False, False))

@@ -242,7 +242,7 @@ def _body_id(model: Any, body: int | str) -> int:
     names = [model.body(i).name for i in range(model.nbody)]
     if isinstance(body, str):
         if body not in names:
-            raise ConfigError(f"main_body={body!r} is not a body of the model; its bodies are {allowed(names)}")
+            raise ConfigError(f"main_body={body!r} is not a body of the model; its bodies are {allowed(names, limit=64)}")
         return names.index(body)
     if not 0 <= int(body) < model.nbody:
         raise ConfigError(f"main_body={body!r} is not a body id of the model (it has {model.nbody}: {allowed(names)})")
