@@ -21,7 +21,6 @@ from mjvec.tasks.gym_mujoco import ENV_IDS, TASKS
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 from tests.gym_oracle import bits, lockstep
 
-pytest.importorskip("gymnasium.envs.mujoco.ant_v5")  # Gymnasium's envs need its mujoco extra (imageio)
 pytestmark = pytest.mark.filterwarnings("ignore:.*settotalmass.*:UserWarning")
 NAMES = tuple(TASKS)
 
