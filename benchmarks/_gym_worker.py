@@ -6,8 +6,11 @@ Run as a file by any interpreter (EnvPool's lives in a separate venv that has no
 
 SIDE: mjvec (``gym.make_vec("mjvec/TASK")``), envpool (``envpool.make_gymnasium(TASK)``), sync /
 async (Gymnasium's SyncVectorEnv / AsyncVectorEnv of ``gym.make(TASK)``, one process per env for
-async), single (one ``gym.make(TASK)`` env stepped in a plain loop). Every side steps seeded uniform
-random actions and resets finished envs (its own autoreset; the single env by hand).
+async), single (one ``gym.make(TASK)`` env stepped in a plain loop), engine (the interpreter's own
+``mujoco``: NUM_ENVS MjData of gymnasium's XML, each stepped ``frame_skip`` plain ``mj_step``s in
+turn, and reset to its initial state when its torso leaves the task's healthy height: the raw
+engine rate of that MuJoCo version on that model). Every side steps seeded uniform random actions
+and resets finished envs (its own autoreset; the single env by hand).
 
 It answers one JSON line per JSON command line on stdin:
 - {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps} (mjvec adds the
@@ -17,7 +20,7 @@ It answers one JSON line per JSON command line on stdin:
   {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"};
 - {"cmd": "rss"}: {"peak": peak resident bytes of this process and its children (VmHWM, summed),
   "baseline": this process's resident bytes after imports, before the env was built};
-- {"cmd": "quit"}.
+- {"cmd": "version"}: {"mujoco": the interpreter's mujoco version}; {"cmd": "quit"}.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -90,9 +94,11 @@ class Side:
                 fns, context="fork")
         elif side == "single":
             self.env = gym.make(task)
+        elif side == "engine":
+            self.env = _Engine(task, num_envs)
         else:
             raise SystemExit(f"unknown side {side!r}")
-        space = self.env.action_space if side == "single" else self.env.single_action_space
+        space = self.env.action_space if side in ("single", "engine") else self.env.single_action_space
         rng = np.random.default_rng(0)
         shape = (8,) if side == "single" else (8, num_envs)
         self.actions = rng.uniform(space.low, space.high, (*shape, space.shape[0])).astype(np.float32)
@@ -138,7 +144,9 @@ class Side:
                 rec.arm()
             action = self.actions[self.k % 8]
             self.k += 1
-            if self.side == "single":
+            if self.side == "engine":
+                self.env.step(action)
+            elif self.side == "single":
                 _, _, terminated, truncated, _ = self.env.step(action)
                 if terminated or truncated:
                     self.env.reset()
@@ -157,6 +165,47 @@ class Side:
         return {"seconds": seconds, "units": total * self.frame_skip, "exact": exact, "total": total}
 
 
+class _Engine:
+    """Plain single-thread MuJoCo on gymnasium's XML (see the module docstring, side "engine")."""
+
+    SETTINGS: ClassVar[dict[str, tuple]] = {"Ant-v5": ("ant.xml", 5, 2, (0.2, 1.0)),
+                                            "HalfCheetah-v5": ("half_cheetah.xml", 5, 1, None),
+                                            "Hopper-v5": ("hopper.xml", 4, 1, (0.7, 10.0)),
+                                            "Walker2d-v5": ("walker2d_v5.xml", 4, 1, (0.8, 2.0)),
+                                            "Humanoid-v5": ("humanoid.xml", 5, 2, (1.0, 2.0))}
+
+    def __init__(self, task: str, num_envs: int) -> None:
+        import gymnasium as gym
+        import mujoco
+
+        self.mujoco = mujoco
+        xml, self.frame_skip, self.z, self.healthy = self.SETTINGS[task]
+        path = Path(gym.__file__).parent / "envs" / "mujoco" / "assets" / xml
+        self.model = mujoco.MjModel.from_xml_path(str(path))
+        self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        low, high = self.model.actuator_ctrlrange.T.astype(np.float32)
+        self.action_space = gym.spaces.Box(low, high, dtype=np.float32)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        for d in self.datas:
+            self.mujoco.mj_resetData(self.model, d)
+            self.mujoco.mj_forward(self.model, d)
+
+    def step(self, actions: np.ndarray) -> None:
+        m, step = self.model, self.mujoco.mj_step
+        for d, a in zip(self.datas, actions, strict=True):
+            d.ctrl[:] = a
+            step(m, d, self.frame_skip)
+            z = d.qpos[self.z]
+            if self.healthy is not None and not self.healthy[0] <= z <= self.healthy[1]:
+                self.mujoco.mj_resetData(m, d)
+                self.mujoco.mj_forward(m, d)
+
+    def close(self) -> None:
+        pass
+
+
 def main() -> None:
     side, task, num_envs, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     baseline = _status_kib("self", "VmRSS") * 1024
@@ -170,6 +219,10 @@ def main() -> None:
             reply = env.step(int(cmd["steps"]))
         elif cmd["cmd"] == "r1":
             reply = env.r1()
+        elif cmd["cmd"] == "version":
+            import mujoco
+
+            reply = {"mujoco": mujoco.__version__}
         else:
             reply = {"peak": peak_rss(), "baseline": baseline}
         print(json.dumps(reply), flush=True)

@@ -14,7 +14,10 @@ its own venv, never a dependency of mjvec), all alive at once and timed block by
 - where mjvec's time goes: the backend's physics, its mj_rnePostConstraint pass (the tasks that
   read contact forces), and the rest (the numpy task layer and the env base);
 - peak RSS of each side's process (children included) minus its size before the env was built;
-- each side's single-env single-thread rate (num_envs=1; Gymnasium: one env in a plain loop).
+- each side's single-env single-thread rate (num_envs=1; Gymnasium: one env in a plain loop), and
+  the raw engines side by side: plain ``mj_step`` on 32 MjData of the same XML under MuJoCo 4.0
+  (mjvec's) and under the EnvPool venv's ``mujoco`` (install the version EnvPool 1.2.5 bundles
+  there, ``pip install mujoco==3.6.0``; skipped if that venv has none).
 
     python -m benchmarks.gym_suite --envpool-python /work/envpool-venv/bin/python \\
         [--tasks Ant-v5 Humanoid-v5] [--num-envs 64 256 1024] [--threads 1 2] [--csv docs/gym_suite.csv]
@@ -34,6 +37,7 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "benchmarks" / "_gym_worker.py"
+ENGINE_ENVS = 32  # MjData the raw-engine side steps in turn
 
 
 class Worker:
@@ -141,16 +145,29 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
 def single_env_rates(task: str, args: argparse.Namespace) -> None:
     """Each side's single-env single-thread rate (the engines' own speed, side by side)."""
     py = sys.executable
-    workers = {"mjvec": Worker(py, "mjvec", task, 1, 1), "gymnasium": Worker(py, "single", task, 1, 1)}
+    workers = {"mjvec": Worker(py, "mjvec", task, 1, 1), "gymnasium": Worker(py, "single", task, 1, 1),
+               "engine 4.0": Worker(py, "engine", task, ENGINE_ENVS, 1)}
     if args.envpool_python:
         workers["envpool"] = Worker(args.envpool_python, "envpool", task, 1, 1)
-    res = measure(workers, dict.fromkeys(workers, args.budget // 4), args.repeats, f"{task} single env")
+        try:
+            workers["engine envpool-venv"] = Worker(args.envpool_python, "engine", task, ENGINE_ENVS, 1)
+        except SystemExit:
+            print("(the EnvPool venv has no mujoco package: no raw-engine comparison)")
+    steps = {name: args.budget // (4 * (ENGINE_ENVS if name.startswith("engine") else 1)) for name in workers}
+    res = measure(workers, steps, args.repeats, f"{task} single env")
+    versions = {name: w.ask("version")["mujoco"] for name, w in workers.items() if name.startswith("engine")}
     for w in workers.values():
         w.close()
+    singles = {n: r for n, r in res.items() if not n.startswith("engine")}
     print(f"{task} single env, one thread (env-steps/s): "
-          + ", ".join(f"{name} {row['rate']:,.0f}" for name, row in res.items())
+          + ", ".join(f"{name} {row['rate']:,.0f}" for name, row in singles.items())
           + (f" | mjvec/EnvPool {res['mjvec']['rate'] / res['envpool']['rate']:.3f}" if "envpool" in res else "")
           + f" | mjvec/Gymnasium {res['mjvec']['rate'] / res['gymnasium']['rate']:.3f}", flush=True)
+    if "engine envpool-venv" in res:
+        old, new = res["engine envpool-venv"]["rate"], res["engine 4.0"]["rate"]
+        print(f"{task} raw engine, plain mj_step x frame_skip on {ENGINE_ENVS} MjData, one thread (env-steps/s): "
+              f"MuJoCo {versions['engine 4.0']} {new:,.0f}, MuJoCo {versions['engine envpool-venv']} {old:,.0f}"
+              f" | {versions['engine 4.0']}/{versions['engine envpool-venv']} {new / old:.3f}", flush=True)
 
 
 def main() -> None:

@@ -42,6 +42,8 @@ class GymMujocoEnv(MjVecEnv):
     task: the `TaskDef`; options: its options (the physics and reward constants); the remaining
     keyword arguments go to `MjVecEnv`.
 
+    Renders with the model's "track" camera (Gymnasium's files all have one; the free camera otherwise).
+
     Attributes: ``task``, ``opts``, ``dt`` (timestep x frame_skip, Gymnasium's ``dt``),
     ``init_qpos`` / ``init_qvel`` (qpos0, zeros), ``policy_layout`` (the observation's blocks),
     ``elapsed`` (control steps in the current episode).
@@ -62,6 +64,9 @@ class GymMujocoEnv(MjVecEnv):
         self.policy_layout = observation_layout(task, options, model.nq, model.nv, model.nbody)
         self._skipped = model.nq - self.policy_layout[0][1]
         self._main_body = _body_id(model, options.main_body) if task.velocity == "body" else None
+        # Every Gymnasium file has a body-tracking camera "track"; a user's file may not.
+        cameras = {model.camera(i).name for i in range(model.ncam)}
+        self.render_camera = "track" if "track" in cameras else -1
         bounds = model.actuator_ctrlrange.copy().astype(np.float32)  # Gymnasium's _set_action_space
         super().__init__(
             backend,
@@ -242,7 +247,8 @@ def _body_id(model: Any, body: int | str) -> int:
     names = [model.body(i).name for i in range(model.nbody)]
     if isinstance(body, str):
         if body not in names:
-            raise ConfigError(f"main_body={body!r} is not a body of the model; its bodies are {allowed(names, limit=64)}")
+            raise ConfigError(
+                f"main_body={body!r} is not a body of the model; its bodies are {allowed(names, limit=64)}")
         return names.index(body)
     if not 0 <= int(body) < model.nbody:
         raise ConfigError(f"main_body={body!r} is not a body id of the model (it has {model.nbody}: {allowed(names)})")
