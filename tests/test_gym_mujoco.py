@@ -251,3 +251,16 @@ def test_cpu_backend_cfrc_ext_is_rne_post_constraint_after_an_rk4_step():
 def test_option_errors_name_the_option_and_the_fix(kwargs, error, match):
     with pytest.raises(error, match=match):
         gym.make_vec("mjvec/Ant-v5", num_envs=1, **kwargs)
+
+
+def test_memory_estimate_counts_the_persistent_mjdata_of_contact_force_tasks():
+    from mjvec.envs.tasks import get_task
+
+    task = get_task("mjvec/Ant-v5")
+    model = load_spec(resolve_xml("ant.xml")).compile()
+    with_forces = task.estimate_memory(1024, task.parse_options({}))
+    without = task.estimate_memory(1024, task.parse_options({"include_cfrc_ext_in_observation": False,
+                                                             "contact_cost_weight": 0.0}))
+    assert with_forces.per_env["task"] - without.per_env["task"] == model.nbuffer
+    assert not TASKS["Ant-v5"].needs_contact_forces(
+        task.parse_options({"include_cfrc_ext_in_observation": False, "contact_cost_weight": 0.0}))

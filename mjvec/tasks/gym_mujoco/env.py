@@ -45,7 +45,7 @@ class GymMujocoEnv(MjVecEnv):
     Renders with the model's "track" camera (Gymnasium's files all have one; the free camera otherwise).
 
     Attributes: ``task``, ``opts``, ``dt`` (timestep x frame_skip, Gymnasium's ``dt``),
-    ``init_qpos`` / ``init_qvel`` (qpos0, zeros), ``policy_layout`` (the observation's blocks),
+    ``init_qpos`` / ``init_qvel`` (qpos0, zeros), ``max_episode_steps``, ``policy_layout`` (the observation's blocks),
     ``elapsed`` (control steps in the current episode).
     """
 
@@ -59,6 +59,7 @@ class GymMujocoEnv(MjVecEnv):
         model = backend.model
         self.task, self.opts = task, options
         self.dt = float(model.opt.timestep) * options.frame_skip
+        self.max_episode_steps = options.episode_steps
         self.init_qpos = model.qpos0.copy()
         self.init_qvel = np.zeros(model.nv)
         self.policy_layout = observation_layout(task, options, model.nq, model.nv, model.nbody)
