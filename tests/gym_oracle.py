@@ -1,8 +1,10 @@
 """Lockstep driver: N mjvec envs of a suite task against N of Gymnasium's own envs of the same id.
 
-Both sides start every episode in the same state: mjvec draws its reset state from its own streams,
-and each Gymnasium env is reset and then `set_state` to it (Gymnasium's documented way of setting
-qpos/qvel, which runs mj_forward as mjvec's reset does). Both get the same seeded float32 actions.
+Both sides start every episode in the same state. The first: each Gymnasium env draws its own
+(``reset(seed=seed + i)``) and the mjvec batch starts there through ``reset(options={"qpos": Q,
+"qvel": V})``. Every later one: mjvec draws it from its own streams (its autoreset) and the
+Gymnasium env is reset and `set_state` to it (Gymnasium's documented way of setting qpos/qvel,
+which runs mj_forward as mjvec's reset does). Both get the same seeded float32 actions.
 mjvec runs NEXT_STEP autoreset: an env done at step t is reset at t+1, where its Gymnasium twin is
 reset to the same state and its observation compared with mjvec's reset observation.
 Everything is compared bit for bit (bytes and dtype): observations, rewards, terminated,
@@ -89,9 +91,18 @@ def lockstep(name: str, num_envs: int, steps: int, seed: int, *, max_episode_ste
     base, run = env.unwrapped, OracleRun()
     sync = base.backend if randomization is not None else None
     try:
-        obs, info = env.reset(seed=seed)
-        for i, ref in enumerate(refs):
-            ref_obs, ref_info = _gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i], sync, i)
+        if sync is None:
+            # First episode: Gymnasium draws its own reset states (seed + i) and mjvec starts there
+            # through its documented reset options; later episodes go the other way (below).
+            firsts = [ref.reset(seed=seed + i) for i, ref in enumerate(refs)]
+            qpos = np.stack([ref.unwrapped.data.qpos.copy() for ref in refs])
+            qvel = np.stack([ref.unwrapped.data.qvel.copy() for ref in refs])
+            obs, info = env.reset(seed=seed, options={"qpos": qpos, "qvel": qvel})
+        else:  # randomized models: the twins get their env's values before they start
+            obs, info = env.reset(seed=seed)
+            firsts = [_gym_reset_to(ref, base.backend.qpos[i], base.backend.qvel[i], sync, i)
+                      for i, ref in enumerate(refs)]
+        for i, (ref_obs, ref_info) in enumerate(firsts):
             run.check(f"reset obs env {i}", obs[i], ref_obs)
             _check_info(run, f"reset env {i}", info, i, ref_info)
         low, high = env.single_action_space.low, env.single_action_space.high
