@@ -43,6 +43,8 @@ def test_list():
     assert out.stdout.splitlines() == [
         "CubeRotate-v0  mjvec.envs.cube_rotate:CubeRotateEnv  presets: paper",
         f"{ENV_ID}  mjvec.envs.simtoolreal:SimToolRealEnv  presets: paper",
+        *(f"mjvec/{name}  mjvec.tasks.gym_mujoco.env:GymMujocoEnv  presets: locomotion"
+          for name in ("Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5")),
     ]
 
 
