@@ -5,6 +5,7 @@ single process or torchrun.
     torchrun --standalone --nproc_per_node=2 examples/ppo.py --num-envs 64      # 2 shards
     python examples/ppo.py --asymmetric --randomization none                    # critic on privileged state
     python examples/ppo.py --env-id CubeRotate-v0 --randomization none          # the hand spins a cube
+    python examples/ppo.py --env-id mjvec/HalfCheetah-v5 --randomization none   # Gymnasium's suite
 
 Evidence that CubeRotate-v0 learns on 2 CPU cores in 20 minutes: README ("CubeRotate-v0"),
 docs/cube_rotate_ppo.{csv,png}.
@@ -80,8 +81,9 @@ class Args:
     """envs per process; the run has world_size * num_envs envs"""
     num_tools: int | None = None
     """SimToolReal-v0: tools in use, env with global id g holds tool g % num_tools (None: the task's 600)"""
-    randomization: Literal["paper", "none"] = "paper"
-    """the task's "paper" preset (SimToolReal: the paper's delays, noise and pushes), or the bare task"""
+    randomization: Literal["paper", "locomotion", "none"] = "paper"
+    """a preset of the task ("paper": SimToolReal's delays, noise and pushes, CubeRotate's; "locomotion":
+    the Gymnasium MuJoCo suite's dynamics randomization), or the bare task"""
     asymmetric: bool = False
     """SimToolReal-v0: actor on obs["policy"], critic on the privileged obs["critic"]"""
     max_episode_steps: int | None = None

@@ -2,6 +2,7 @@
 
     python examples/train_sb3.py --num-envs 64 --total-timesteps 2000000
     python examples/train_sb3.py --env-id CubeRotate-v0 --randomization none
+    python examples/train_sb3.py --env-id mjvec/HalfCheetah-v5 --randomization none   # Gymnasium's suite
     python examples/train_sb3.py --help
 
 The env runs in SAME_STEP autoreset mode (what SB3 expects) under `VecNormalize`. With many envs,
@@ -73,13 +74,21 @@ class Args:
     gae_lambda: float = 0.95
     clip_range: float = 0.2
     ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
     net_arch: tuple[int, ...] = (256, 256)
+    """hidden layers of the actor and (separately) of the critic"""
+    activation: Literal["tanh", "relu"] = "tanh"
+    """hidden-layer activation (SB3's default tanh; rl-baselines3-zoo's MuJoCo settings use relu)"""
+    ortho_init: bool = True
+    """orthogonal weight initialization (SB3's default)"""
     log_std_init: float = 0.0
     """initial log standard deviation of the Gaussian policy"""
     num_tools: int | None = None
     """SimToolReal-v0: tools in use (None: the task's 600)"""
-    randomization: Literal["paper", "none"] = "paper"
-    """the task's "paper" preset, or the bare task"""
+    randomization: Literal["paper", "locomotion", "none"] = "paper"
+    """a preset of the task ("paper": SimToolReal-v0's and CubeRotate-v0's; "locomotion": the
+    Gymnasium MuJoCo suite's), or the bare task"""
     max_episode_steps: int | None = None
     """None: the task's (SimToolReal: 599 control steps)"""
     num_threads: int | None = None
@@ -232,7 +241,10 @@ def main(args: Args) -> dict[str, Any]:
     model = PPO(
         "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size, n_epochs=args.n_epochs,
         learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda, clip_range=args.clip_range,
-        ent_coef=args.ent_coef, policy_kwargs={"net_arch": list(args.net_arch), "log_std_init": args.log_std_init},
+        ent_coef=args.ent_coef, vf_coef=args.vf_coef, max_grad_norm=args.max_grad_norm,
+        policy_kwargs={"net_arch": list(args.net_arch), "log_std_init": args.log_std_init,
+                       "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[args.activation],
+                       "ortho_init": args.ortho_init},
         seed=args.seed, device=args.device, tensorboard_log=str(run_dir / "tb"),
     )
     progress = CsvProgress(run_dir / "progress.csv")

@@ -44,6 +44,8 @@ def test_list():
     assert out.stdout.splitlines() == [
         "CubeRotate-v0  mjvec.tasks.cube_rotate.env:CubeRotateEnv  presets: paper",
         f"{ENV_ID}  mjvec.tasks.simtoolreal.env:SimToolRealEnv  presets: paper",
+        *(f"mjvec/{name}  mjvec.tasks.gym_mujoco.env:GymMujocoEnv  presets: locomotion"
+          for name in ("Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5")),
     ]
 
 

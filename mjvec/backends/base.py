@@ -186,6 +186,10 @@ class Scene:
     (topology classes) go to separate groups.
     assignment: (num_envs,) variant per local env; None means `default_assignment`. It is fixed
     for the life of the backend.
+    rne_post_constraint: run MuJoCo's mj_rnePostConstraint at the end of every step, reset and
+        forward, so the bound ``cfrc_ext`` (per-body external contact wrenches) is the one computed
+        from that call's last forward pass (after an RK4 step: its last stage), as Gymnasium's
+        MuJoCo envs compute it after every ``mj_step``. Off by default: it costs time per env.
     """
 
     num_variants: int
@@ -194,6 +198,7 @@ class Scene:
     env_id_offset: int = 0
     assignment: np.ndarray | None = None
     name: str = "scene"
+    rne_post_constraint: bool = False
     _variant_of_env: np.ndarray = field(init=False, repr=False, compare=False)
     _compiled: dict = field(init=False, repr=False, compare=False)
 
@@ -219,6 +224,8 @@ class Scene:
                     f"Scene.assignment has variant ids outside [0, {self.num_variants}) at envs "
                     f"{np.flatnonzero(bad)[:8].tolist()}"
                 )
+        if not isinstance(self.rne_post_constraint, (bool, np.bool_)):
+            raise ConfigError(f"Scene.rne_post_constraint must be True or False, got {self.rne_post_constraint!r}")
         variant_of_env.setflags(write=False)
         object.__setattr__(self, "_variant_of_env", variant_of_env)
         object.__setattr__(self, "_compiled", {})

@@ -77,7 +77,9 @@ def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
         for name in ("policy_layout", "critic_layout"):
             if hasattr(base, name):
                 info[name] = [[block, width] for block, width in getattr(base, name)]
-        if hasattr(base, "cfg"):
+        if hasattr(base, "max_episode_steps"):
+            info["max_episode_steps"] = base.max_episode_steps
+        elif hasattr(base, "cfg"):
             info["max_episode_steps"] = getattr(base.cfg, "max_episode_steps", None)
         catalog = getattr(base, "catalog", None)
         if hasattr(catalog, "counts_by_topology"):  # SimToolReal's tool catalog

@@ -243,6 +243,13 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         raise NotImplementedError(f"{type(self).__name__} must implement _reset_envs")
 
     @classmethod
+    def scene_options(cls, options: Any) -> dict[str, Any]:
+        """Extra `mjvec.backends.base.Scene` fields this task needs from every backend, for the task's
+        options (e.g. ``{"rne_post_constraint": True}`` for contact forces as mj_rnePostConstraint
+        gives them). Default: none."""
+        return {}
+
+    @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:
         """What one env of this task holds, for the memory estimate `make_vec` checks before
         building (`mjvec.envs.memory`): the MjData fields it binds and its own per-env bytes, for

@@ -65,6 +65,7 @@ class Task:
     env_kwargs: Callable[[Any], Mapping[str, Any]]
     presets: Mapping[str, Preset]
     namespaces: tuple[str, ...] = ("numpy",)
+    scene_options: Callable[[Any], Mapping[str, Any]] = lambda opts: {}
 
     # Gymnasium deep-copies an env spec (and so its entry points, bound methods of this task) on
     # every make; a task is immutable and registered once, so copies are the task itself, and a
@@ -129,7 +130,7 @@ class Task:
         estimate = self.estimate_memory(num_envs, opts, model)
         memory.check_fits(estimate)
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
-                      env_id_offset=opts.env_id_offset, name=self.env_id)
+                      env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = make_backend(opts.backend, scene, num_threads=opts.num_threads, device=device,
                                state_namespace="numpy" if host else None, deterministic=opts.deterministic)

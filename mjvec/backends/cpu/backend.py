@@ -36,6 +36,7 @@ from mjvec.backends.base import (
 )
 from mjvec.backends.checks import validate_env_ids
 from mjvec.backends.cpu.geometry import GeometryWrites
+from mjvec.backends.cpu.rne_post import RnePostConstraint
 from mjvec.backends.cpu.setconst import PerEnvSetConst, batch_rows, exact_batch_set_const
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.variants import Routing, canonical_model, plan_groups
@@ -82,6 +83,9 @@ class CpuBackend(GeometryWrites, SceneBackend):
         substep, as after mj_step.
     deterministic: accepted for every backend's sake; `mujoco.batch` is bit-identical at any thread
         count either way, so `capabilities.determinism` is "bit_exact" whatever it is.
+
+    With ``scene.rne_post_constraint`` the batches are persistent and ``bind("cfrc_ext")`` is
+    computed by mj_rnePostConstraint after every step, reset and forward (`cpu.rne_post`).
     """
 
     def __init__(
@@ -102,7 +106,9 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._stage = int(mujoco.mjtStage.mjSTAGE_ACC if forward_after_step else mujoco.mjtStage.mjSTAGE_NONE)
         self._groups = plan_groups(scene, PER_ENV_FIELDS, progress=progress)
         self._routing = Routing(self._groups, scene.num_envs)
-        self._batches = [mjb.Batch(g.template, g.num_envs, min(threads, g.num_envs)) for g in self._groups]
+        persistent = bool(scene.rne_post_constraint)
+        self._batches = [mjb.Batch(g.template, g.num_envs, min(threads, g.num_envs), persistent=persistent)
+                         for g in self._groups]
         # Per group: None where Batch.set_const is exact, else the per-env recompute (see setconst.py).
         self._per_env_set_const: list[PerEnvSetConst | None] = []
         for group, batch in zip(self._groups, self._batches, strict=True):
@@ -123,6 +129,9 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._defaults = {name: self._gather_field(name) for name in specs}
         for value in self._defaults.values():
             value.setflags(write=False)
+        self._rne = RnePostConstraint(
+            [g.template for g in self._groups], self._batches, [g.env_ids for g in self._groups],
+            scene.num_envs, self._model.nbody) if persistent else None
         self._start_lifetime()
         for name in ("qpos", "qvel", "ctrl", "xfrc_applied"):
             self.bind(name)
@@ -237,6 +246,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._check_open()
         if name in self._views:
             return self._views[name]
+        if self._rne is not None and name == "cfrc_ext":
+            return self._rne.cfrc_ext
         if name in IDENTITY_FIELDS or name in mjb.MODEL_FIELDS:
             raise ConfigError(f"{name!r} is a model field, not an MjData field; read it with field_values()")
         try:
@@ -310,7 +321,7 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._scatter_inputs()
         failed = np.zeros(self.num_envs, bool)
         messages = []
-        for group, batch in zip(self._groups, self._batches, strict=True):
+        for g, (group, batch) in enumerate(zip(self._groups, self._batches, strict=True)):
             before = batch.warning[:, _DIVERGENCE, 1].copy()
             try:
                 batch.step(nstep=nstep, stage=self._stage)
@@ -320,6 +331,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
             # MuJoCo resets a diverging simulation itself (and warns); count that as a failure.
             diverged = (batch.warning[:, _DIVERGENCE, 1] > before).any(axis=1)
             failed[group.env_ids[diverged]] = True
+            if self._rne is not None:
+                self._rne.update(g)
         self._gather_outputs(inputs=False)
         if failed.any():
             log.warning("simulation failed in envs %s: %s", np.flatnonzero(failed).tolist(), messages)
@@ -347,6 +360,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
             batch.bind("qpos")[rows] = qpos[pos]
             batch.bind("qvel")[rows] = qvel[pos]
             batch.forward(rows)
+            if self._rne is not None:
+                self._rne.update(g, rows)
         self._gather_outputs(ids)
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
@@ -355,6 +370,8 @@ class CpuBackend(GeometryWrites, SceneBackend):
         self._scatter_inputs(ids)
         for g, _, rows in self._routing.split(ids):
             self._batches[g].forward(rows)
+            if self._rne is not None:
+                self._rne.update(g, rows)
         self._gather_outputs(ids)
 
     # ---- lifetime -------------------------------------------------------------------------

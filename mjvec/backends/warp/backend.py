@@ -104,6 +104,9 @@ class WarpBackend(GeometryWrites, SceneBackend):
         with wp.ScopedDevice(self._wp_device):
             for group, statics in zip(self._groups, self._statics, strict=True):
                 group.m = B.build_model(group, deterministic=self._deterministic)
+                # mujoco_warp's own switch: mj_rnePostConstraint at the end of every forward pass,
+                # RK4 stages included, so cfrc_ext is that of each call's last forward.
+                group.m.opt.run_rne_postconstraint = bool(scene.rne_post_constraint)
                 ncon, nj, nnz = B.default_sizes(group.template, nconmax, njmax)
                 group.d = mjw.make_data(group.template, nworld=group.nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
                 statics.write(group, np.arange(group.nworld), {

@@ -29,6 +29,7 @@ import warp as wp
 from mjvec.backends import fields as F
 from mjvec.backends.memory import BACKEND_BOUND_FIELDS, BackendMemory, bound_field_bytes, writable_field_values
 from mjvec.backends.warp import build as B
+from mjvec.errors import ConfigError
 
 ALLOCATOR_MARGIN = 2.0
 VIEW_COPIES = 3
@@ -62,9 +63,11 @@ def world_bytes(model: mujoco.MjModel, device: str, nconmax: int | None = None,
     sizes = []
     with wp.ScopedDevice(B.resolve_device(device)):
         for nworld in (1, 2):
-            data = mjw.make_data(model, nworld=nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
-            held = dict.fromkeys(_held_per_world(model), nworld)
-            warp_model = mjw.put_model(model, batch_sizes=held)
+            try:
+                warp_model = mjw.put_model(model, batch_sizes=dict.fromkeys(_held_per_world(model), nworld))
+                data = mjw.make_data(model, nworld=nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
+            except (NotImplementedError, ValueError) as error:
+                raise ConfigError(f"this scene uses a feature mujoco_warp does not support: {error}") from error
             sizes.append((_array_bytes(data), _array_bytes(warp_model)))
             del data, warp_model
     (d1, m1), (d2, m2) = sizes

@@ -1,0 +1,233 @@
+"""One side of `benchmarks/gym_suite.py`, in its own process: an env the parent times block by block.
+
+Run as a file by any interpreter (EnvPool's lives in a separate venv that has no mjvec):
+
+    python benchmarks/_gym_worker.py SIDE TASK NUM_ENVS THREADS
+
+SIDE: mjvec (``gym.make_vec("mjvec/TASK")``), envpool (``envpool.make_gymnasium(TASK)``), sync /
+async (Gymnasium's SyncVectorEnv / AsyncVectorEnv of ``gym.make(TASK)``, one process per env for
+async), single (one ``gym.make(TASK)`` env stepped in a plain loop), engine (the interpreter's own
+``mujoco``: NUM_ENVS MjData of gymnasium's XML, each stepped ``frame_skip`` plain ``mj_step``s in
+turn, and reset to its initial state when its torso leaves the task's healthy height: the raw
+engine rate of that MuJoCo version on that model). Every side steps seeded uniform random actions
+and resets finished envs (its own autoreset; the single env by hand).
+
+It answers one JSON line per JSON command line on stdin:
+- {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps} (mjvec adds the
+  time inside the backend's step and inside its mj_rnePostConstraint pass);
+- {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
+  plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
+  {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"};
+- {"cmd": "rss"}: {"peak": peak resident bytes of this process and its children (VmHWM, summed),
+  "baseline": this process's resident bytes after imports, before the env was built};
+- {"cmd": "version"}: {"mujoco": the interpreter's mujoco version}; {"cmd": "quit"}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = 32  # envs whose states r1 replays
+RECORDS = 4  # step calls recorded per block
+
+
+def _status_kib(pid: int | str, key: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def peak_rss() -> int:
+    """VmHWM of this process plus its descendants, in bytes."""
+    total, stack = 0, [os.getpid()]
+    while stack:
+        pid = stack.pop()
+        try:
+            total += _status_kib(pid, "VmHWM") * 1024
+        except OSError:
+            continue
+        stack.extend(_children(pid))
+    return total
+
+
+class Side:
+    """An env of one side and its random actions (see the module docstring)."""
+
+    def __init__(self, side: str, task: str, num_envs: int, threads: int) -> None:
+        import gymnasium as gym
+
+        self.side, self.n = side, num_envs
+        self.backend_s = self.rne_s = 0.0
+        self.recorder = None
+        if side == "mjvec":
+            sys.path.insert(0, str(ROOT))
+            import mjvec  # noqa: F401  (registers the suite)
+
+            self.env = gym.make_vec(f"mjvec/{task}", num_envs=num_envs, num_threads=threads)
+            self._instrument(task)
+        elif side == "envpool":
+            import envpool
+
+            self.env = envpool.make_gymnasium(task, num_envs=num_envs, batch_size=num_envs, num_threads=threads,
+                                              seed=0)
+        elif side in ("sync", "async"):
+            fns = [lambda: gym.make(task) for _ in range(num_envs)]
+            self.env = gym.vector.SyncVectorEnv(fns) if side == "sync" else gym.vector.AsyncVectorEnv(
+                fns, context="fork")
+        elif side == "single":
+            self.env = gym.make(task)
+        elif side == "engine":
+            self.env = _Engine(task, num_envs)
+        else:
+            raise SystemExit(f"unknown side {side!r}")
+        space = self.env.action_space if side in ("single", "engine") else self.env.single_action_space
+        rng = np.random.default_rng(0)
+        shape = (8,) if side == "single" else (8, num_envs)
+        self.actions = rng.uniform(space.low, space.high, (*shape, space.shape[0])).astype(np.float32)
+        self.k = 0
+        self.env.reset(seed=0)
+
+    def _instrument(self, task: str) -> None:
+        """Time the backend's step and its rnePostConstraint pass; record states for r1."""
+        import mujoco
+
+        from benchmarks._replay import StepRecorder
+        from mjvec.tasks.gym_mujoco import TASKS
+        from mjvec.tasks.gym_mujoco.scene import resolve_xml
+
+        base = self.env.unwrapped
+        backend = base.backend
+        sample = np.linspace(0, self.n - 1, min(SAMPLE, self.n)).astype(np.int64)
+        self.recorder = StepRecorder(backend, sample)
+        rne = getattr(backend, "_rne", None)
+        if rne is not None:
+            inner = rne.update
+
+            def timed(group: int, rows: np.ndarray | None = None) -> None:
+                t0 = time.perf_counter()
+                inner(group, rows)
+                self.rne_s += time.perf_counter() - t0
+
+            rne.update = timed
+        path = str(resolve_xml(TASKS[task].xml))
+        self.frame_skip = base.frame_skip
+        self.models = [mujoco.MjModel.from_xml_path(path) for _ in sample]
+        self.datas = [mujoco.MjData(m) for m in self.models]
+
+    def step(self, steps: int) -> dict[str, float]:
+        rec = self.recorder
+        if rec is not None:
+            rec.records.clear()
+            rec.step_seconds, self.rne_s = 0.0, 0.0
+        every = max(1, steps // RECORDS)
+        t0 = time.perf_counter()
+        for i in range(steps):
+            if rec is not None and i % every == 0:
+                rec.arm()
+            action = self.actions[self.k % 8]
+            self.k += 1
+            if self.side == "engine":
+                self.env.step(action)
+            elif self.side == "single":
+                _, _, terminated, truncated, _ = self.env.step(action)
+                if terminated or truncated:
+                    self.env.reset()
+            else:
+                self.env.step(action)
+        out = {"seconds": time.perf_counter() - t0}
+        if rec is not None:
+            out |= {"backend_s": rec.step_seconds, "rne_s": self.rne_s}
+        return out
+
+    def r1(self) -> dict[str, float]:
+        from benchmarks._replay import replay_seconds
+
+        seconds, exact = replay_seconds(self.recorder.records, self.models, self.datas, self.frame_skip)
+        total = len(self.recorder.records) * len(self.models)
+        return {"seconds": seconds, "units": total * self.frame_skip, "exact": exact, "total": total}
+
+
+class _Engine:
+    """Plain single-thread MuJoCo on gymnasium's XML (see the module docstring, side "engine")."""
+
+    SETTINGS: ClassVar[dict[str, tuple]] = {"Ant-v5": ("ant.xml", 5, 2, (0.2, 1.0)),
+                                            "HalfCheetah-v5": ("half_cheetah.xml", 5, 1, None),
+                                            "Hopper-v5": ("hopper.xml", 4, 1, (0.7, 10.0)),
+                                            "Walker2d-v5": ("walker2d_v5.xml", 4, 1, (0.8, 2.0)),
+                                            "Humanoid-v5": ("humanoid.xml", 5, 2, (1.0, 2.0))}
+
+    def __init__(self, task: str, num_envs: int) -> None:
+        import gymnasium as gym
+        import mujoco
+
+        self.mujoco = mujoco
+        xml, self.frame_skip, self.z, self.healthy = self.SETTINGS[task]
+        path = Path(gym.__file__).parent / "envs" / "mujoco" / "assets" / xml
+        self.model = mujoco.MjModel.from_xml_path(str(path))
+        self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        low, high = self.model.actuator_ctrlrange.T.astype(np.float32)
+        self.action_space = gym.spaces.Box(low, high, dtype=np.float32)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        for d in self.datas:
+            self.mujoco.mj_resetData(self.model, d)
+            self.mujoco.mj_forward(self.model, d)
+
+    def step(self, actions: np.ndarray) -> None:
+        m, step = self.model, self.mujoco.mj_step
+        for d, a in zip(self.datas, actions, strict=True):
+            d.ctrl[:] = a
+            step(m, d, self.frame_skip)
+            z = d.qpos[self.z]
+            if self.healthy is not None and not self.healthy[0] <= z <= self.healthy[1]:
+                self.mujoco.mj_resetData(m, d)
+                self.mujoco.mj_forward(m, d)
+
+    def close(self) -> None:
+        pass
+
+
+def main() -> None:
+    side, task, num_envs, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    baseline = _status_kib("self", "VmRSS") * 1024
+    env = Side(side, task, num_envs, threads)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        if cmd["cmd"] == "step":
+            reply = env.step(int(cmd["steps"]))
+        elif cmd["cmd"] == "r1":
+            reply = env.r1()
+        elif cmd["cmd"] == "version":
+            import mujoco
+
+            reply = {"mujoco": mujoco.__version__}
+        else:
+            reply = {"peak": peak_rss(), "baseline": baseline}
+        print(json.dumps(reply), flush=True)
+    env.env.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""`RnePostConstraint`: the CPU backend's ``cfrc_ext`` after every call, as mj_rnePostConstraint gives it.
+
+MuJoCo computes ``cacc``, ``cfrc_int`` and ``cfrc_ext`` only in mj_rnePostConstraint, which a
+forward pass runs only for models with force-type sensors, and an RK4 step's inner stages never
+(they skip sensors). Gymnasium's MuJoCo envs call it after every ``mj_step``, so their contact
+forces come from the step's LAST forward pass (an RK4 step's fourth stage). No sensor reproduces
+that, and `mujoco.batch` 4.0 has no per-simulation hook after a step, so this runs it on the host:
+the batches are persistent (one MjData per simulation, which keeps the contacts and constraint
+forces of its last call), and after each call every simulation concerned is copied into a scratch
+MjData (`Batch.get_data`) and mj_rnePostConstraint runs there. About 20-30 us per env per call
+on one core (the copy dominates), serial in Python: `benchmarks/gym_suite.py` reports the share.
+mujoco.batch's C API has ``mjb_apply`` (run a function on each simulation in the pool); exposed
+in Python it would do this in the batch's threads at about 1 us per env.
+
+Only ``cfrc_ext`` is provided: it depends on the model's structure alone (body roots, geom
+bodies, the friction cone), which every simulation of a group shares, so the group template is the
+right model for every env; ``cacc`` and ``cfrc_int`` also read per-env options (gravity) and are
+not offered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import numpy as np
+
+FIELD = "cfrc_ext"
+
+
+class RnePostConstraint:
+    """Backend-owned (num_envs, nbody, 6) ``cfrc_ext``, refreshed by `update` after each call.
+
+    templates / batches / env_ids: per group, its template model, its persistent
+    `mujoco.batch.Batch` and the global ids of its simulations (row r is env env_ids[r]).
+    """
+
+    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence, env_ids: Sequence[np.ndarray],
+                 num_envs: int, nbody: int) -> None:
+        self._templates = list(templates)
+        self._batches = list(batches)
+        self._env_ids = [np.asarray(ids, np.int64) for ids in env_ids]
+        self._scratch = [mujoco.MjData(m) for m in self._templates]
+        # get_data writes into the scratch data in place, so each view below stays valid.
+        self._scratch_cfrc = [d.cfrc_ext for d in self._scratch]
+        self.cfrc_ext = np.zeros((num_envs, nbody, 6))
+        self.cfrc_ext.setflags(write=False)
+
+    def update(self, group: int, rows: np.ndarray | None = None) -> None:
+        """Recompute ``cfrc_ext`` of group `group`'s simulations `rows` (None: all of them)."""
+        batch, model, data = self._batches[group], self._templates[group], self._scratch[group]
+        scratch, env_ids = self._scratch_cfrc[group], self._env_ids[group]
+        rows = np.arange(env_ids.size) if rows is None else np.asarray(rows, np.int64)
+        out = self.cfrc_ext
+        out.setflags(write=True)
+        try:
+            for row in rows.tolist():
+                batch.get_data(row, data)
+                mujoco.mj_rnePostConstraint(model, data)
+                out[env_ids[row]] = scratch
+        finally:
+            out.setflags(write=False)

@@ -1,0 +1,50 @@
+"""The suite's registration on the shared task path (`mjvec.envs.tasks.register_task`).
+
+Ids live in mjvec's Gymnasium namespace, ``mjvec/<Gymnasium id>`` (``mjvec/Ant-v5``, ...): a
+namespace is part of a Gymnasium id, so they can never clash with Gymnasium's own ``Ant-v5``. After
+``import mjvec``, ``gym.make_vec("mjvec/Ant-v5", num_envs=N)`` gives the batched env and
+``gym.make("mjvec/Ant-v5")`` a single `gymnasium.Env`.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import mujoco
+
+from mjvec.envs.tasks import Task, register_task, registered_tasks
+from mjvec.tasks.gym_mujoco.env import GymMujocoEnv
+from mjvec.tasks.gym_mujoco.presets import locomotion
+from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
+from mjvec.tasks.gym_mujoco.specs import TASKS, TaskDef
+
+__all__ = ["ENV_IDS", "register_envs"]
+
+ENV_IDS = tuple(task.env_id for task in TASKS.values())
+
+
+def _xml_path(task: TaskDef, opts: Any) -> Path:
+    return resolve_xml(opts.xml_file or task.xml)
+
+
+def _register(task: TaskDef) -> Task:
+    return register_task(
+        task.env_id,
+        env_class=GymMujocoEnv,
+        options=task.options,
+        variants=lambda opts: (1, functools.partial(_variant, _xml_path(task, opts))),
+        env_kwargs=lambda opts: {"task": task, "options": opts},
+        presets={"locomotion": locomotion},
+    )
+
+
+def _variant(path: Path, v: int) -> mujoco.MjSpec:
+    return load_spec(path)
+
+
+def register_envs() -> tuple[Task, ...]:
+    """Register the five tasks (idempotent: a second call returns the registered ones)."""
+    registered = registered_tasks()
+    return tuple(registered[t.env_id] if t.env_id in registered else _register(t) for t in TASKS.values())

@@ -1,0 +1,85 @@
+"""The suite's pure per-step functions over (N, ...) numpy arrays, each written to give, row for
+row, the same float64 bits as the Gymnasium v5 expression it names (``<task>_v5.py``): the same
+operations in the same order (numpy's row reductions sum like its 1-D ones; the tests check it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ant_contact_cost",
+    "ant_healthy",
+    "control_cost",
+    "distance_from_origin",
+    "hopper_healthy",
+    "humanoid_contact_cost",
+    "humanoid_healthy",
+    "mass_center",
+    "walker_healthy",
+]
+
+
+def control_cost(weight: float, values: np.ndarray) -> np.ndarray:
+    """``weight * np.sum(np.square(values))`` per row, in `values`' dtype (Gymnasium computes it on
+    the float32 action for Ant, HalfCheetah, Hopper and Walker2d, on the float64 ctrl for Humanoid)."""
+    return weight * np.sum(np.square(values), axis=1)
+
+
+def ant_contact_cost(weight: float, cfrc_ext: np.ndarray, force_range: tuple[float, float]) -> np.ndarray:
+    """Ant: ``weight * sum(square(clip(cfrc_ext, *force_range)))`` over every body, the world's included."""
+    clipped = np.clip(cfrc_ext, force_range[0], force_range[1])
+    return weight * np.sum(np.square(clipped).reshape(clipped.shape[0], -1), axis=1)
+
+
+def humanoid_contact_cost(weight: float, cfrc_ext: np.ndarray, cost_range: tuple[float, float]) -> np.ndarray:
+    """Humanoid: ``clip(weight * sum(square(cfrc_ext)), *cost_range)`` over every body."""
+    total = weight * np.sum(np.square(cfrc_ext).reshape(cfrc_ext.shape[0], -1), axis=1)
+    return np.clip(total, cost_range[0], cost_range[1])
+
+
+def mass_center(body_mass: np.ndarray, xipos: np.ndarray) -> np.ndarray:
+    """Humanoid's ``mass_center``: the (N, 2) xy of the mass-weighted mean of the bodies' inertial frames.
+
+    body_mass: (N, nbody) each env's own masses (randomized ones included); xipos: (N, nbody, 3).
+    """
+    num = np.einsum("nb,nbj->nj", body_mass, xipos)
+    return (num / body_mass.sum(axis=1, keepdims=True))[:, 0:2]
+
+
+def distance_from_origin(qpos: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm(qpos[0:2], ord=2)`` per row."""
+    return np.linalg.norm(qpos[:, 0:2], axis=1)
+
+
+def ant_healthy(opts: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """Ant: the state is finite and low <= torso z (qpos[2]) <= high (both inclusive)."""
+    low, high = opts.healthy_z_range
+    finite = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1)
+    z = qpos[:, 2]
+    return finite & (low <= z) & (z <= high)
+
+
+def hopper_healthy(opts: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """Hopper: every qpos[2:] and qvel entry, the height qpos[1] and the angle qpos[2] strictly in range."""
+    s_low, s_high = opts.healthy_state_range
+    state = np.concatenate([qpos[:, 2:], qvel], axis=1)
+    healthy_state = np.all((s_low < state) & (state < s_high), axis=1)
+    return healthy_state & _strictly_in(qpos[:, 1], opts.healthy_z_range) & \
+        _strictly_in(qpos[:, 2], opts.healthy_angle_range)
+
+
+def walker_healthy(opts: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """Walker2d: the height qpos[1] and the angle qpos[2] strictly in range."""
+    return _strictly_in(qpos[:, 1], opts.healthy_z_range) & _strictly_in(qpos[:, 2], opts.healthy_angle_range)
+
+
+def humanoid_healthy(opts: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """Humanoid: the torso height qpos[2] strictly in range."""
+    return _strictly_in(qpos[:, 2], opts.healthy_z_range)
+
+
+def _strictly_in(value: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    return (bounds[0] < value) & (value < bounds[1])
