@@ -169,9 +169,8 @@ def test_gymnasium_and_sb3_env_checkers_pass(name):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", ["Ant-v5", "Humanoid-v5"])
 def test_sb3_ppo_trains_a_few_updates_through_the_adapter(name):
-    from stable_baselines3 import PPO
-
     from mjvec.envs.sb3 import SB3VecEnv
+    from stable_baselines3 import PPO
 
     venv = SB3VecEnv(gym.make_vec(f"mjvec/{name}", num_envs=8, autoreset_mode="same_step", max_episode_steps=20))
     model = PPO("MlpPolicy", venv, n_steps=16, batch_size=64, n_epochs=2, seed=0, policy_kwargs={"net_arch": [32]})
