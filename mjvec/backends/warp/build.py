@@ -112,7 +112,7 @@ def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
     mujoco_warp holds none it reads here). Which of the constants mujoco_warp holds
     (`SET_CONST_OUTPUTS`) a field really moves is found on `model`: the field perturbed, plain
     mj_setConst, the held outputs compared. Geom bounds are not among them: the backend refreshes
-    them itself (geometry.GeometryWrites), in float64 with the compiler's formulas, so a geometry
+    them itself (geometry.refresh_geometry), in float64 with the compiler's formulas, so a geometry
     write costs no float32 set_const that would nudge every other constant of the world.
     """
     outputs = {name: bit for bit, names in SET_CONST_OUTPUTS.items() for name in names}
@@ -124,7 +124,7 @@ def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
             continue
         probe = copy.copy(model)
         value = getattr(probe, name)
-        # Every entry a write may change moves (a "simple" body's COM is refused, see GeometryWrites).
+        # Every entry a write may change moves (mj_setConst refuses to move a "simple" body's COM).
         movable = (probe.body_simple == 0) if name == "body_ipos" else np.ones(len(value), bool)
         value[movable] = value[movable] * 1.1 + 0.01
         try:
