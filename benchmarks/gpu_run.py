@@ -42,7 +42,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]  # the project root: `tests` and `benchmarks` import from here
 # The files holding device tests (the `device` marker); naming them keeps pytest from importing the
 # other test modules, whose RL-library imports the GPU machine's image does not carry.
-DEVICE_TEST_FILES = ("tests/test_backend_warp.py", "tests/test_device_task.py", "tests/test_determinism.py")
+DEVICE_TEST_FILES = ("tests/test_backend_contract.py", "tests/test_backend_reset.py", "tests/test_backend_warp.py",
+                     "tests/test_device_task.py", "tests/test_determinism.py")
 
 @dataclass
 class Part:

@@ -16,13 +16,16 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
-from mjvec.backends.base import Capabilities, FieldWrite, Scene, SceneBackend, check_input_write
+from mjvec.backends.base import RESET_INPUTS, Capabilities, FieldWrite, Scene
+from mjvec.backends.checks import check_input_write
+from mjvec.backends.groupviews import put_input
 from mjvec.envs.single import SingleEnv
 from mjvec.randomization import apply_randomization
 from mjvec.tasks.simtoolreal.env import SimToolRealEnv
 from mjvec.tasks.simtoolreal.presets import paper
 from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
+# The state inputs SimToolReal writes (of STATE_INPUTS): the ones this loop copies in every call.
 _INPUTS = ("ctrl", "xfrc_applied", "mocap_pos", "mocap_quat")
 
 
@@ -78,12 +81,18 @@ class PlainBackend:
         self._sync_out(ids)
         return np.zeros(self.num_envs, bool)
 
-    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
-        """mj_resetData (inputs and mocap included), then qpos/qvel, then mj_forward."""
+    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, **inputs: Any) -> None:
+        """mj_resetData (inputs and mocap included), then qpos/qvel and the given `RESET_INPUTS`
+        (ctrl, mocap_pos, mocap_quat, act), then mj_forward."""
+        given = {name: np.asarray(inputs.pop(name)) for name in RESET_INPUTS if inputs.get(name) is not None}
+        if inputs:
+            raise TypeError(f"reset() got unexpected keyword arguments {sorted(inputs)}")
         for k, i in enumerate(np.asarray(env_ids)):
             m, d = self._models[i], self._datas[i]
             mujoco.mj_resetData(m, d)
             d.qpos[:], d.qvel[:] = qpos[k], qvel[k]
+            for name, values in given.items():
+                getattr(d, name)[...] = values[k]
             mujoco.mj_forward(m, d)
         self._sync_out(env_ids)
 
@@ -98,7 +107,7 @@ class PlainBackend:
         view = self._views.get(name) if name in self.capabilities.inputs else None
         ids, rows, values = check_input_write(name, self.capabilities, None if view is None else view.shape,
                                               self.num_envs, env_ids, index, values)
-        SceneBackend._assign_input(self, view, ids, rows, values)  # type: ignore[arg-type]
+        put_input(view, ids, rows, values)
 
     def defaults(self, field_name: str) -> np.ndarray:
         raise KeyError(field_name)

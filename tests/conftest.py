@@ -7,6 +7,9 @@ Device tests take the `warp_device` fixture: the warp device named by MJVEC_TEST
 default: warp's CPU device, with CUDA hidden so nothing initialises a GPU; benchmarks/gpu_run.sh sets
 "cuda:0"). Each is marked `device` (a contract test parametrized over both backends only in its
 Warp case), so ``MJVEC_TEST_DEVICE=cuda:0 pytest -m device`` runs exactly them on a GPU.
+
+The backend contract suites take the `contract` fixture: a factory of backends of one kind (`kind`:
+"cpu", then "warp" on the `warp_device`) and of their oracles (tests/backend_rig.py).
 """
 
 import os
@@ -24,6 +27,23 @@ if TEST_DEVICE == "cpu":
 def warp_device() -> str:
     """The warp device the device tests run on (MJVEC_TEST_DEVICE, default "cpu")."""
     return TEST_DEVICE
+
+
+@pytest.fixture(params=["cpu", "warp"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """The backend a contract test runs on."""
+    return request.param
+
+
+@pytest.fixture
+def contract(kind: str, warp_device: str):
+    """Builds `kind` backends and their oracles; closes the backends after the test."""
+    from tests.backend_rig import Contract
+
+    rig = Contract(kind, warp_device)
+    yield rig
+    for backend in rig.made:
+        backend.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -12,9 +12,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 GPU_TOL = 1e-4
 
 
 def run_to_run_atol(backend: Any) -> float:
     """0 where `backend` promises bit-identical runs, else GPU_TOL."""
     return 0.0 if backend.capabilities.determinism != "none" else GPU_TOL
+
+
+def np_of(x: Any) -> np.ndarray:
+    """A numpy copy of a backend array (numpy, or a torch tensor on any device)."""
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.array(x)
+
+
+def put(view: Any, values: np.ndarray) -> None:
+    """Write host values into a backend view (numpy, or a torch tensor on its device)."""
+    if hasattr(view, "detach"):
+        import torch
+
+        view[...] = torch.as_tensor(values, dtype=view.dtype, device=view.device)
+    else:
+        view[...] = values

@@ -187,6 +187,49 @@ def test_targets_follow_the_action_and_observation_blocks_match_the_oracle():
     env.close()
 
 
+def test_reset_observation_and_forces_equal_a_plain_reset_with_the_targets_as_ctrl():
+    """The reset's one forward sees the reset targets as ctrl. Oracle: each env's cube scene compiled
+    alone, mj_resetData, the drawn state with ctrl = the drawn joint pose, one mj_forward; the
+    observation built from it block by block. (The observation is kinematic; the actuator forces
+    the backend reports at the reset are what a reset without ctrl left at those of ctrl = 0.)"""
+    env = gym.make_vec(ENV_ID, num_envs=3, env_id_offset=5, num_threads=1)
+    base = env.unwrapped
+    obs, _ = env.reset(seed=7)
+    be = base.backend
+    force = be.bind("actuator_force")
+    for i in range(3):
+        model = C.cube_variant_spec(int(base.cube_ids[i])).compile()
+        data = mujoco.MjData(model)
+        mujoco.mj_resetData(model, data)
+        data.qpos[:] = be.qpos[i]  # the drawn state, at rest
+        joints = [model.joint(n) for n in HAND_JOINT_NAMES]
+        pose = np.array([data.qpos[j.qposadr[0]] for j in joints])
+        data.ctrl[[model.actuator(n).id for n in HAND_ACTUATOR_NAMES]] = pose
+        stale = mujoco.MjData(model)  # what a forward before the ctrl was written reported
+        stale.qpos[:] = data.qpos
+        mujoco.mj_forward(model, stale)
+        mujoco.mj_forward(model, data)
+        np.testing.assert_array_equal(be.ctrl[i], data.ctrl)
+        np.testing.assert_array_equal(force[i], data.actuator_force)
+        assert np.abs(stale.actuator_force - data.actuator_force).max() > 0.1
+        cube = data.joint(C.CUBE_JOINT_NAME)
+        vel = np.zeros(6)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, model.body(C.CUBE_BODY_NAME).id, vel, 0)
+        tips = np.stack([data.site(n).xpos for n in FINGERTIP_SITE_NAMES]) - cube.qpos[:3]
+        want = {
+            "joint_pos": pose, "joint_vel": CFG.joint_vel_obs_scale * data.qvel[[j.dofadr[0] for j in joints]],
+            "targets": pose, "cube_pos": cube.qpos[:3] - data.site(C.PALM_SITE_NAME).xpos,
+            "cube_quat": cube.qpos[3:] * np.sign(cube.qpos[3]), "cube_linvel": vel[3:], "cube_angvel": vel[:3],
+            "fingertip_pos": tips.ravel(),
+            "cube_half_size": [C.default_cube_catalog()[int(base.cube_ids[i])].half_size],
+        }
+        assert set(want) == set(SL)
+        for name, value in want.items():
+            np.testing.assert_allclose(obs[i, SL[name]], np.clip(value, -CFG.obs_clip, CFG.obs_clip), rtol=0,
+                                       atol=1e-6, err_msg=name)
+    env.close()
+
+
 def test_drop_terminates_with_the_penalty_and_truncation_at_the_episode_limit():
     env = gym.make_vec(ENV_ID, num_envs=3, num_threads=1, max_episode_steps=4, autoreset_mode="disabled")
     base = env.unwrapped

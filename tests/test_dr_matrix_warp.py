@@ -42,7 +42,7 @@ class WarpRig:
         self.backend = WarpBackend(M.make_scene(self.tools, geometry), device="cpu", progress=False)
         self.oracles = M.Oracles(self.tools, geometry)
         self.topology = M.topology_of(self.tools)
-        self.per_world = sorted({n for g in self.backend._groups for n in g.per_world} - NOT_COMPARED)
+        self.per_world = sorted({n for w in self.backend._engine.worlds for n in w.per_world} - NOT_COMPARED)
         rng = np.random.default_rng(7)
         states = [M.initial_state(self.oracles.model(i), rng) for i in range(self.tools.size)]
         self.qpos = np.stack([s[0] for s in states])

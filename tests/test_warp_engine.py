@@ -27,9 +27,11 @@ from mjvec.backends.warp import build as B
 from mjvec.errors import ConfigError, FieldWriteError
 from mjvec.randomization import EventTerm, table_height
 from mjvec.tasks.simtoolreal.scene import OBJECT_JOINT_NAME, TABLE_GEOM_NAME, TABLE_TOP_Z, default_catalog, scene_spec
+from tests.devices import np_of, put
 from tests.scenes import Oracle, make_scene
-from tests.test_backend_warp import C_TOLERANCE, WARP_VS_ALONE, WarpOracle, _mesh_scene, _np, _put
+from tests.test_backend_warp import C_TOLERANCE, _mesh_scene
 from tests.test_env_warp import _window_of_all_classes
+from tests.warp_oracle import WARP_VS_ALONE, WarpOracle
 
 _SRC = Path(mujoco_warp.__file__).parent / "_src"
 
@@ -89,15 +91,15 @@ def _gains_vary(v: int) -> mujoco.MjSpec:
 def test_variants_differing_in_gains_and_damping_share_a_group_and_step_like_alone() -> None:
     be = WarpBackend(Scene(6, _gains_vary, 6), device="cpu", progress=False)
     assert be.num_groups == 3  # split by geom types only
-    assert {"actuator_gainprm", "actuator_biasprm", "dof_damping"} <= set(be._groups[0].plan.fields)
+    assert {"actuator_gainprm", "actuator_biasprm", "dof_damping"} <= set(be._groups[0].fields)
     alone = WarpOracle(be.variant_of_env, make=_gains_vary).start()
     rng = np.random.default_rng(3)
     for _ in range(40):
         ctrl = rng.uniform(-1, 1, (6, 2))
-        _put(be.ctrl, ctrl)
+        put(be.ctrl, ctrl)
         be.step(2)
         alone.step(ctrl, 2)
-    np.testing.assert_allclose(_np(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
+    np.testing.assert_allclose(np_of(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
 
 
 def _affine_motors(v: int) -> mujoco.MjSpec:
@@ -172,7 +174,7 @@ def _rows(be: WarpBackend, name: str) -> np.ndarray:
     out = []
     for i in range(be.num_envs):
         g, r = int(be.routing.group_of_env[i]), int(be.routing.row_of_env[i])
-        out.append(B.model_view(be._groups[g], name)[r].cpu().numpy())
+        out.append(B.model_view(be._engine.worlds[g], name)[r].cpu().numpy())
     return out
 
 
@@ -199,7 +201,7 @@ def _run_both(be: WarpBackend, oracles: list, *, lowest: np.ndarray, support: fl
             oracle.reset(i, qpos[i], qvel[i])
     for _ in range(steps):
         ctrl = rng.uniform(-1, 1, (be.num_envs, 2))
-        _put(be.ctrl, ctrl)
+        put(be.ctrl, ctrl)
         assert not be.step(2).any()
         for oracle in oracles:
             oracle.step(ctrl, 2)
@@ -225,8 +227,8 @@ def test_geom_size_write_equals_the_scene_compiled_with_that_size(scale: float) 
             np.testing.assert_array_equal(_rows(be, name)[i].reshape(-1), getattr(m, name).numpy()[0].reshape(-1))
     c = Oracle(be.variant_of_env, make=make)
     _run_both(be, [alone, c], lowest=_lowest(be.variant_of_env, scale), support=0.2)
-    np.testing.assert_allclose(_np(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
-    err = np.abs(_np(be.qpos) - c.qpos())
+    np.testing.assert_allclose(np_of(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
+    err = np.abs(np_of(be.qpos) - c.qpos())
     assert err[:, :2].max() < C_TOLERANCE[True][0], err[:, :2].max()
     assert err[:, 2:].max() < C_TOLERANCE[True][1], err[:, 2:].max()
 
@@ -246,8 +248,8 @@ def test_table_height_write_equals_the_scene_compiled_with_the_table_moved(dz: f
     np.testing.assert_array_equal(_static_pose(be, table), want)
     c = Oracle(be.variant_of_env, make=make)
     _run_both(be, [alone, c], lowest=_lowest(be.variant_of_env), support=0.2 + float(dz))
-    np.testing.assert_allclose(_np(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
-    err = np.abs(_np(be.qpos) - c.qpos())
+    np.testing.assert_allclose(np_of(be.qpos), alone.qpos(), rtol=0, atol=WARP_VS_ALONE)
+    err = np.abs(np_of(be.qpos) - c.qpos())
     assert err[:, :2].max() < C_TOLERANCE[True][0], err[:, :2].max()
     assert err[:, 2:].max() < C_TOLERANCE[True][1], err[:, 2:].max()
     # A reset keeps the moved table (reset_data does not touch static geom poses).

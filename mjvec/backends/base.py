@@ -20,8 +20,6 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-import os
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -30,9 +28,8 @@ from typing import Any, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
-from mjvec.backends.checks import check_input_write, check_write
 from mjvec.backends.determinism import DETERMINISM
-from mjvec.errors import ClosedError, ConfigError, ForkedProcessError, allowed
+from mjvec.errors import ConfigError, allowed
 
 
 class RecomputeLevel(enum.Flag):
@@ -97,8 +94,12 @@ class FieldSpec:
     entity: str
 
 
-# MjData state inputs a caller may write between calls (through `write_input` or the views).
+# MjData state inputs a caller may write between calls (through `write_input` or the views). The one
+# definition: every backend scatters, mirrors or copies exactly these.
 STATE_INPUTS = frozenset({"ctrl", "qfrc_applied", "xfrc_applied", "mocap_pos", "mocap_quat"})
+# What `Backend.reset` takes besides qpos/qvel: the MjData fields a task sets when an episode starts,
+# written after mj_resetData and before the reset's one forward.
+RESET_INPUTS = ("ctrl", "mocap_pos", "mocap_quat", "act")
 
 
 @dataclass(frozen=True)
@@ -257,128 +258,6 @@ class Scene:
         return np.unique(self._variant_of_env)
 
 
-# Backends alive in this process: a child made by os.fork() must not use (or free) them.
-_LIVE_BACKENDS: weakref.WeakSet = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for backend in list(_LIVE_BACKENDS):
-        backend._forked_away()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class SceneBackend:
-    """The identity part of a backend built over a `Scene` (shared by the CPU and Warp backends).
-
-    Subclasses set `_scene`, `_model` (the canonical compiled model) and `_capabilities`, and call
-    `_start_lifetime()` once built. `_check_open()` then refuses use after `close()` and use in a
-    child process made by `os.fork()` (engine thread pools and device contexts do not survive it).
-    """
-
-    _scene: Scene
-    _model: mujoco.MjModel
-    _capabilities: Capabilities
-    _closed: bool = False
-    _owner_pid: int = -1
-
-    def _start_lifetime(self) -> None:
-        self._owner_pid = os.getpid()
-        _LIVE_BACKENDS.add(self)
-
-    def _forked_away(self) -> None:
-        """Called in a forked child for every backend the parent had; subclasses drop what the
-        child must never touch or free."""
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError(f"this {type(self).__name__} is closed; create a new one")
-        if os.getpid() != self._owner_pid:
-            raise ForkedProcessError(
-                f"this {type(self).__name__} was created in process {self._owner_pid}, and this is a child made "
-                f"by os.fork() (pid {os.getpid()}); its engine threads do not survive a fork. Create the env in "
-                "the child instead (multiprocessing start method 'spawn' or 'forkserver', or build the env "
-                "after forking)"
-            )
-
-    @property
-    def num_envs(self) -> int:
-        return self._scene.num_envs
-
-    @property
-    def env_id_offset(self) -> int:
-        return self._scene.env_id_offset
-
-    @property
-    def scene(self) -> Scene:
-        return self._scene
-
-    @property
-    def model(self) -> mujoco.MjModel:
-        return self._model
-
-    @property
-    def variant_of_env(self) -> np.ndarray:
-        return self._scene.variant_of_env
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
-
-    @property
-    def geom_types(self) -> np.ndarray:
-        """(num_envs, ngeom) int: each env's own mjtGeom type of canonical slot j, -1 where absent."""
-        raise NotImplementedError
-
-    @property
-    def geom_present(self) -> np.ndarray:
-        """(num_envs, ngeom) bool: whether canonical geom slot j exists in env i's variant.
-
-        Geom-indexed fields use the canonical (largest) layout of `model`. A value written to a
-        slot absent from an env's variant is accepted and has no effect there: that geom does not
-        exist in that env's world.
-        """
-        return self.geom_types >= 0
-
-    def _checked_writes(self, writes: Sequence[FieldWrite]) -> list[tuple[FieldWrite, np.ndarray, np.ndarray]]:
-        """(write, env_ids, values) of each write, validated against the declared fields."""
-        return [(w, *check_write(w, self._capabilities.require(w.field), self.num_envs)) for w in writes]
-
-    def _count_writes(self, writes: Sequence[FieldWrite]) -> None:
-        """Count a validated batch's writes per field (`field_version`)."""
-        versions = self.__dict__.setdefault("_field_versions", {})
-        for write in writes:
-            versions[write.field] = versions.get(write.field, 0) + 1
-
-    def field_version(self, field_name: str) -> int:
-        """How many write batches have touched `field_name` so far (a host counter: a consumer that
-        caches a field on a device re-reads it only when this changes)."""
-        return self.__dict__.get("_field_versions", {}).get(field_name, 0)
-
-    def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
-        """Set state input `name` of local envs `env_ids` (None: all) at rows `index` of its first
-        per-env axis (None: the whole tail) to `values`; it takes effect at the next step.
-
-        Everything is validated (name in `capabilities.inputs`, ids, rows, shape, finite values)
-        before anything is written.
-        """
-        self._check_open()
-        view = self.bind(name) if name in self._capabilities.inputs else None
-        ids, rows, values = check_input_write(name, self._capabilities, None if view is None else view.shape,
-                                              self.num_envs, env_ids, index, values)
-        self._assign_input(view, ids, rows, values)
-
-    def _assign_input(self, view: Any, ids: Any, rows: Any, values: np.ndarray) -> None:
-        """Write validated values into an input view (numpy; a torch backend overrides this)."""
-        if rows is None:
-            view[ids] = values
-        elif isinstance(ids, slice):
-            view[:, rows] = values
-        else:
-            view[ids[:, None], rows[None, :]] = values
-
-
 @runtime_checkable
 class Backend(Protocol):
     """The contract both backends implement (see the module docstring).
@@ -453,11 +332,16 @@ class Backend(Protocol):
         """
         ...
 
-    def reset(self, env_ids: np.ndarray, qpos: Any, qvel: Any) -> None:
-        """Reset the listed envs to mj_resetData, then set qpos/qvel (K, nq)/(K, nv), then forward.
+    def reset(self, env_ids: Any, qpos: Any, qvel: Any, *, ctrl: Any = None, mocap_pos: Any = None,
+              mocap_quat: Any = None, act: Any = None) -> None:
+        """Reset the listed envs to mj_resetData, then set qpos/qvel (K, nq)/(K, nv) and whichever of
+        ctrl (K, nu), mocap_pos (K, nmocap, 3), mocap_quat (K, nmocap, 4), act (K, na) are given, then
+        ONE forward: the outputs after the call are those of that whole state.
 
-        Every other state field of those envs (ctrl, xfrc_applied, mocap poses, ...) takes
-        mj_resetData's value, whatever was written to it before the call. Other envs are untouched.
+        Every state field not given (ctrl, xfrc_applied, mocap poses, ...) takes mj_resetData's value,
+        whatever was written to it before the call. Other envs are untouched. Everything is validated
+        (ids, shapes, finite values, and that the model has the field: `act` needs na > 0) before
+        anything moves.
         """
         ...
 

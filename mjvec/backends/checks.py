@@ -1,21 +1,24 @@
-"""Argument checks every backend shares: local env ids, model-field writes and state-input writes.
+"""Argument checks every backend shares: local env ids, model-field writes, state-input writes and
+the state a reset sets.
 
-Each raises `FieldWriteError` (or `CapabilityError` for an undeclared input) naming the call, the
-bad value and the allowed range, before anything is written.
+Each raises `FieldWriteError` (or `CapabilityError` for an undeclared input, `ConfigError` for a
+reset's state) naming the call, the bad value and the allowed range, before anything is written.
+Depends on `mjvec.backends.base` for types only; base imports nothing from here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
+import mujoco
 import numpy as np
 
-from mjvec.errors import CapabilityError, FieldWriteError, allowed
+from mjvec.backends.base import Capabilities, FieldSpec, FieldWrite
+from mjvec.errors import CapabilityError, ConfigError, FieldWriteError, allowed
 
-if TYPE_CHECKING:
-    from mjvec.backends.base import Capabilities, FieldSpec, FieldWrite
-
-__all__ = ["check_input_write", "check_write", "validate_env_ids"]
+__all__ = ["check_input_write", "check_reset_fields", "check_reset_mask", "check_reset_shapes", "check_write",
+           "reset_tails", "validate_env_ids"]
 
 
 def validate_env_ids(env_ids: Any, num_envs: int, *, what: str = "env_ids") -> np.ndarray:
@@ -111,3 +114,61 @@ def check_input_write(name: str, capabilities: Capabilities, shape: tuple[int, .
             f"{values.dtype} {values.shape}"
         )
     return ids, rows, values.astype(np.float64, copy=False)
+
+
+# The model size a reset input needs, and what the model lacks when that size is 0.
+_RESET_SIZES = {
+    "ctrl": ("nu", "actuators"),
+    "mocap_pos": ("nmocap", "mocap bodies"),
+    "mocap_quat": ("nmocap", "mocap bodies"),
+    "act": ("na", "actuator activations (actuators with activation dynamics)"),
+}
+
+
+def reset_tails(model: mujoco.MjModel) -> dict[str, tuple[int, ...]]:
+    """The per-env tail of every state array `Backend.reset` takes, in `model`'s sizes."""
+    return {"qpos": (model.nq,), "qvel": (model.nv,), "ctrl": (model.nu,), "mocap_pos": (model.nmocap, 3),
+            "mocap_quat": (model.nmocap, 4), "act": (model.na,)}
+
+
+def check_reset_fields(model: mujoco.MjModel, given: Mapping[str, Any]) -> None:
+    """ConfigError naming a reset input given for a model that has none of it (e.g. act with na = 0)."""
+    for name in given:
+        size, what = _RESET_SIZES.get(name, (None, ""))
+        if size is not None and getattr(model, size) == 0:
+            raise ConfigError(
+                f"reset({name}=...) was given, but this model has no {what} ({size} = 0); drop {name}, or give "
+                f"it for a model that has {what}"
+            )
+
+
+def check_reset_shapes(model: mujoco.MjModel, state: Mapping[str, Any], rows: int) -> None:
+    """ConfigError unless every state array of a reset by host ids is (rows, *tail) and finite."""
+    tails = reset_tails(model)
+    qpos, qvel = state["qpos"], state["qvel"]
+    if tuple(qpos.shape) != (rows, *tails["qpos"]) or tuple(qvel.shape) != (rows, *tails["qvel"]):
+        raise ConfigError(
+            f"reset expects qpos ({rows}, {model.nq}) and qvel ({rows}, {model.nv}), "
+            f"got {tuple(qpos.shape)} and {tuple(qvel.shape)}"
+        )
+    for name, value in state.items():
+        if tuple(value.shape) != (rows, *tails[name]):
+            raise ConfigError(f"reset expects {name} {(rows, *tails[name])}, got {tuple(value.shape)}")
+    for name, value in state.items():
+        if not bool(value.isfinite().all() if hasattr(value, "isfinite") else np.isfinite(value).all()):
+            label = "qpos/qvel" if name in ("qpos", "qvel") else name
+            raise ConfigError(f"reset {label} must be finite")
+
+
+def check_reset_mask(model: mujoco.MjModel, mask: Any, state: Mapping[str, Any], num_envs: int) -> None:
+    """ConfigError unless a masked reset has a (num_envs,) bool mask and (num_envs, *tail) state arrays.
+    Reads metadata only: nothing waits for the device."""
+    tails = reset_tails(model)
+    shapes = {name: tuple(value.shape) for name, value in state.items()}
+    if str(mask.dtype) not in ("torch.bool", "bool") or tuple(mask.shape) != (num_envs,) or \
+            any(shape != (num_envs, *tails[name]) for name, shape in shapes.items()):
+        wanted = ", ".join(f"{name} {(num_envs, *tails[name])}" for name in shapes)
+        got = ", ".join(str(shape) for shape in shapes.values())
+        raise ConfigError(
+            f"a masked reset takes a ({num_envs},) bool mask and {wanted}; got {mask.dtype} {tuple(mask.shape)}, {got}"
+        )

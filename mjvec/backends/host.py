@@ -25,11 +25,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.backends.base import Capabilities, FieldWrite, SceneBackend
+from mjvec.backends.base import RESET_INPUTS, STATE_INPUTS, Capabilities, FieldWrite
 from mjvec.backends.checks import check_input_write
+from mjvec.backends.groupviews import put_input
 from mjvec.xp import to_host
-
-INPUT_FIELDS = frozenset({"ctrl", "xfrc_applied", "qfrc_applied", "mocap_pos", "mocap_quat"})
 
 
 class HostViews:
@@ -84,7 +83,7 @@ class HostViews:
             return
         import torch
 
-        for name in INPUT_FIELDS & self._host.keys():
+        for name in STATE_INPUTS & self._host.keys():
             self._tensors[name].copy_(torch.from_numpy(self._host[name]))
 
     def _pull(self) -> None:
@@ -103,9 +102,13 @@ class HostViews:
             check()
         return np.asarray(to_host(failed), bool)
 
-    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
+    def reset(self, env_ids: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, *, ctrl: Any = None,
+              mocap_pos: Any = None, mocap_quat: Any = None, act: Any = None) -> None:
+        """As `Backend.reset`, from host arrays."""
+        values = (ctrl, mocap_pos, mocap_quat, act)
+        given = {name: np.asarray(v, np.float32) for name, v in zip(RESET_INPUTS, values, strict=True) if v is not None}
         self._push()
-        self._backend.reset(env_ids, np.asarray(qpos, np.float32), np.asarray(qvel, np.float32))
+        self._backend.reset(env_ids, np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), **given)
         self._pull()
 
     def forward(self, env_ids: np.ndarray | None = None) -> None:
@@ -118,7 +121,7 @@ class HostViews:
         view = self.bind(name) if name in self._capabilities.inputs else None
         ids, rows, values = check_input_write(name, self._capabilities, None if view is None else view.shape,
                                               self.num_envs, env_ids, index, values)
-        SceneBackend._assign_input(self, view, ids, rows, values)  # type: ignore[arg-type]
+        put_input(view, ids, rows, values)
 
     def defaults(self, field_name: str) -> np.ndarray:
         return self._backend.defaults(field_name)

@@ -1,7 +1,7 @@
 """Compiler-coherent variants, shared by every backend: templates, per-env rows and routing.
 
 A `Scene` has many variants (tools), each an independently compilable spec; that compile is the
-oracle every env is checked against. `plan_groups` compiles each USED variant exactly once and
+oracle every env is checked against. `make_groups` compiles each USED variant exactly once and
 splits the variants into groups that one engine object (a `mujoco.batch.Batch`, a mujoco_warp
 Model) can run together:
 
@@ -140,7 +140,7 @@ class VariantGroup:
         between the variants ('opt.<name>' for options; BVH arrays hold the bodies' rows; geom_dataid
         holds template mesh ids).
     geom_map: canonical geom slot -> this group's geom id, -1 where the slot is absent (set by
-        `plan_groups`).
+        `make_groups`).
     """
 
     key: bytes
@@ -250,7 +250,7 @@ def _copy_attr(value: object) -> object:
     return list(value)  # type: ignore[call-overload]
 
 
-def plan_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True) -> list[VariantGroup]:
+def make_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True) -> list[VariantGroup]:
     """Compile each used variant once and group them (see the module docstring).
 
     per_env: the fields the engine can hold per env (MjModel array names and 'opt.<name>').

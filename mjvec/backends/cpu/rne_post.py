@@ -29,34 +29,32 @@ FIELD = "cfrc_ext"
 
 
 class RnePostConstraint:
-    """Backend-owned (num_envs, nbody, 6) ``cfrc_ext``, refreshed by `update` after each call.
+    """Per group, a backend-owned (E_g, nbody, 6) ``cfrc_ext`` (row r: the group's simulation r),
+    refreshed by `update` after each call; the backend binds it as that group's rows.
 
-    templates / batches / env_ids: per group, its template model, its persistent
-    `mujoco.batch.Batch` and the global ids of its simulations (row r is env env_ids[r]).
+    templates / batches: per group, its template model and its persistent `mujoco.batch.Batch`.
     """
 
-    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence, env_ids: Sequence[np.ndarray],
-                 num_envs: int, nbody: int) -> None:
+    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence) -> None:
         self._templates = list(templates)
         self._batches = list(batches)
-        self._env_ids = [np.asarray(ids, np.int64) for ids in env_ids]
         self._scratch = [mujoco.MjData(m) for m in self._templates]
         # get_data writes into the scratch data in place, so each view below stays valid.
         self._scratch_cfrc = [d.cfrc_ext for d in self._scratch]
-        self.cfrc_ext = np.zeros((num_envs, nbody, 6))
-        self.cfrc_ext.setflags(write=False)
+        self.cfrc_ext = [np.zeros((b.nsim, m.nbody, 6)) for m, b in zip(self._templates, self._batches, strict=True)]
+        for out in self.cfrc_ext:
+            out.setflags(write=False)
 
     def update(self, group: int, rows: np.ndarray | None = None) -> None:
         """Recompute ``cfrc_ext`` of group `group`'s simulations `rows` (None: all of them)."""
         batch, model, data = self._batches[group], self._templates[group], self._scratch[group]
-        scratch, env_ids = self._scratch_cfrc[group], self._env_ids[group]
-        rows = np.arange(env_ids.size) if rows is None else np.asarray(rows, np.int64)
-        out = self.cfrc_ext
+        scratch, out = self._scratch_cfrc[group], self.cfrc_ext[group]
+        rows = np.arange(out.shape[0]) if rows is None else np.asarray(rows, np.int64)
         out.setflags(write=True)
         try:
             for row in rows.tolist():
                 batch.get_data(row, data)
                 mujoco.mj_rnePostConstraint(model, data)
-                out[env_ids[row]] = scratch
+                out[row] = scratch
         finally:
             out.setflags(write=False)

@@ -1,6 +1,6 @@
 """Building the Warp backend: which fields mujoco_warp holds per world, and one Model per variant group.
 
-`WARP_PER_ENV` is what may differ between the variants of one group (`variants.plan_groups`):
+`WARP_PER_ENV` is what may differ between the variants of one group (`variants.make_groups`):
 
 - every mujoco_warp `Model` array whose spec is batchable (leading '*': one row per world);
 - 'opt.<name>' of every per-world `Option` field (MuJoCo's `opt.impratio` is mujoco_warp's
@@ -112,7 +112,7 @@ def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
     mujoco_warp holds none it reads here). Which of the constants mujoco_warp holds
     (`SET_CONST_OUTPUTS`) a field really moves is found on `model`: the field perturbed, plain
     mj_setConst, the held outputs compared. Geom bounds are not among them: the backend refreshes
-    them itself (geometry.GeometryWrites), in float64 with the compiler's formulas, so a geometry
+    them itself (geometry.refresh_geometry), in float64 with the compiler's formulas, so a geometry
     write costs no float32 set_const that would nudge every other constant of the world.
     """
     outputs = {name: bit for bit, names in SET_CONST_OUTPUTS.items() for name in names}
@@ -124,7 +124,7 @@ def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
             continue
         probe = copy.copy(model)
         value = getattr(probe, name)
-        # Every entry a write may change moves (a "simple" body's COM is refused, see GeometryWrites).
+        # Every entry a write may change moves (mj_setConst refuses to move a "simple" body's COM).
         movable = (probe.body_simple == 0) if name == "body_ipos" else np.ones(len(value), bool)
         value[movable] = value[movable] * 1.1 + 0.01
         try:
@@ -140,13 +140,13 @@ GEOMETRY_FIELDS = ("geom_size", "geom_pos", "geom_quat", "geom_rbound", "geom_aa
 
 
 @dataclass
-class WarpGroup:
-    """One variant group on the device: the shared plan plus its mujoco_warp Model and Data.
+class Worlds:
+    """One variant group's worlds on the device: the group plus its mujoco_warp Model and Data.
 
     per_world: Model fields with one row per world; options: MjOption names made per world.
     """
 
-    plan: VariantGroup
+    group: VariantGroup
     per_world: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     m: Any = None
@@ -155,19 +155,15 @@ class WarpGroup:
 
     @property
     def nworld(self) -> int:
-        return self.plan.num_envs
+        return self.group.num_envs
 
     @property
     def env_ids(self) -> np.ndarray:
-        return self.plan.env_ids
+        return self.group.env_ids
 
     @property
     def template(self) -> mujoco.MjModel:
-        return self.plan.template
-
-    @property
-    def geom_map(self) -> np.ndarray:
-        return self.plan.geom_map
+        return self.group.template
 
 
 def _has_fluid(model: mujoco.MjModel) -> bool:
@@ -253,22 +249,22 @@ def option_value(name: str, value: Any) -> np.ndarray:
     return value
 
 
-def model_view(group: WarpGroup, name: str) -> Any:
-    """Zero-copy torch view (nworld, *MjModel tail) of the group's per-world field `name`.
+def model_view(worlds: Worlds, name: str) -> Any:
+    """Zero-copy torch view (nworld, *MjModel tail) of the worlds' per-world field `name`.
 
     `name` is a Model field or an MjOption name ('gravity'; 'impratio' is 1/sqrt(impratio)).
     """
-    if name in group.options:
-        return torch_view(getattr(group.m.opt, OPTION_NAMES[name]), np.shape(getattr(group.template.opt, name)))
-    if name not in group.per_world:
+    if name in worlds.options:
+        return torch_view(getattr(worlds.m.opt, OPTION_NAMES[name]), np.shape(getattr(worlds.template.opt, name)))
+    if name not in worlds.per_world:
         raise ConfigError(
             f"model field {name!r} is not per world on the warp backend; per-world fields are "
-            f"{allowed(group.per_world)} and the options {allowed(group.options)}"
+            f"{allowed(worlds.per_world)} and the options {allowed(worlds.options)}"
         )
-    return torch_view(getattr(group.m, name), np.shape(getattr(group.template, name)))
+    return torch_view(getattr(worlds.m, name), np.shape(getattr(worlds.template, name)))
 
 
-def build_model(group: WarpGroup, *, deterministic: bool = False) -> Any:
+def build_model(worlds: Worlds, *, deterministic: bool = False) -> Any:
     """The group's mujoco_warp Model, every `per_world` field and option with each env's own row.
 
     deterministic: mujoco_warp's ``opt.deterministic`` (``DeterminismType.ALL`` or ``NONE``). It is a
@@ -277,26 +273,26 @@ def build_model(group: WarpGroup, *, deterministic: bool = False) -> Any:
     here, before any kernel is loaded or graph captured: a graph replays what was launched at capture.
     Call inside `wp.ScopedDevice(device)`.
     """
-    plan, n = group.plan, group.nworld
+    group, n = worlds.group, worlds.nworld
     try:
-        m = mjw.put_model(plan.template, batch_sizes=dict.fromkeys(group.per_world, n))
+        m = mjw.put_model(group.template, batch_sizes=dict.fromkeys(worlds.per_world, n))
     except (NotImplementedError, ValueError) as error:
         raise ConfigError(
-            f"variants {plan.variants[:8]} use a feature mujoco_warp does not support: {error}") from error
-    group.m = m
-    rows = torch.as_tensor(plan.rows, device=wp.device_to_torch(wp.get_device()))
-    for name in group.per_world:
-        values = plan.fields.get(name)
-        target = model_view(group, name)
+            f"variants {group.variants[:8]} use a feature mujoco_warp does not support: {error}") from error
+    worlds.m = m
+    rows = torch.as_tensor(group.rows, device=wp.device_to_torch(wp.get_device()))
+    for name in worlds.per_world:
+        values = group.fields.get(name)
+        target = model_view(worlds, name)
         if values is not None:
             src = torch.as_tensor(np.ascontiguousarray(values).reshape(len(values), *target.shape[1:]))
             target[...] = src.to(device=target.device, dtype=target.dtype)[rows]
-    for name in group.options:
-        per_variant = plan.fields.get(f"opt.{name}")
+    for name in worlds.options:
+        per_variant = group.fields.get(f"opt.{name}")
         if per_variant is not None:
-            value = option_value(name, per_variant)[plan.rows]
+            value = option_value(name, per_variant)[group.rows]
         else:
-            value = option_value(name, getattr(plan.template.opt, name))
+            value = option_value(name, getattr(group.template.opt, name))
             value = np.broadcast_to(value, (n, *value.shape))
         current = getattr(m.opt, OPTION_NAMES[name])
         setattr(m.opt, OPTION_NAMES[name], wp.array(np.ascontiguousarray(value, np.float32), dtype=current.dtype))
@@ -374,24 +370,24 @@ def buffer_overflows() -> int:
                | T.TACTILE)
 
 
-def env_model_values(group: WarpGroup, row: int, model: mujoco.MjModel) -> None:
+def env_model_values(worlds: Worlds, row: int, model: mujoco.MjModel) -> None:
     """Write world `row`'s model into `model` (a copy of the group template): every per-world field
-    and option from the device (float32 -> float64), every other differing field from the plan."""
-    plan = group.plan
-    for name, values in plan.fields.items():
-        own = values[plan.rows[row]]
+    and option from the device (float32 -> float64), every other differing field from the group."""
+    group = worlds.group
+    for name, values in group.fields.items():
+        own = values[group.rows[row]]
         if name.startswith("opt."):
-            if name[4:] not in group.options:
+            if name[4:] not in worlds.options:
                 setattr(model.opt, name[4:], own)
-        elif name not in group.per_world:
+        elif name not in worlds.per_world:
             getattr(model, name)[: len(own)] = own  # BVH rows: the bodies' nodes come first
-    for name in group.per_world:
-        getattr(model, name)[...] = model_view(group, name)[row].detach().cpu().numpy().reshape(
+    for name in worlds.per_world:
+        getattr(model, name)[...] = model_view(worlds, name)[row].detach().cpu().numpy().reshape(
             np.shape(getattr(model, name)))
-    for name in group.options:
-        if name == "tolerance":  # stored clamped as put_model does: the plan has the compiled value
-            if f"opt.{name}" in plan.fields:
-                setattr(model.opt, name, plan.fields[f"opt.{name}"][plan.rows[row]])
+    for name in worlds.options:
+        if name == "tolerance":  # stored clamped as put_model does: the group has the compiled value
+            if f"opt.{name}" in group.fields:
+                setattr(model.opt, name, group.fields[f"opt.{name}"][group.rows[row]])
             continue
-        value = model_view(group, name)[row].detach().cpu().numpy().astype(np.float64)
+        value = model_view(worlds, name)[row].detach().cpu().numpy().astype(np.float64)
         setattr(model.opt, name, 1.0 / (value * value) if name == "impratio" else value)

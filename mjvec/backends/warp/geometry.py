@@ -1,9 +1,9 @@
-"""Per-world geom size / position writes on the Warp backend (a mixin of `WarpBackend`).
+"""Per-world geom size / position writes on the Warp engine: what they refresh.
 
 mujoco_warp culls contact pairs with each world's `geom_rbound` and `geom_aabb` (it has no body
 BVH), so a `geom_size` write refreshes both for exactly the worlds and geoms written, with the
-compiler's formulas (`_geometry.primitive_bounds`). Mesh (and SDF) sizes come from a shared asset
-and are refused, like non-positive sizes.
+compiler's formulas (`_geometry.primitive_bounds`). (Mesh and SDF sizes, and non-positive ones,
+are refused before anything is written: `_geometry.check_sizes`, for both engines.)
 
 mujoco_warp also computes the pose of a STATIC geom (one on a body welded to the world, not under
 a mocap body: the table) once, in make_data, from the template, and never again. `StaticGeoms`
@@ -21,9 +21,7 @@ import numpy as np
 import torch
 
 from mjvec.backends import _geometry as G
-from mjvec.backends.base import FieldWrite
-from mjvec.backends.warp.build import WarpGroup, model_view, torch_view
-from mjvec.errors import FieldWriteError
+from mjvec.backends.warp.build import Worlds, model_view, torch_view
 from mjvec.rotations import quat_mul, quat_to_mat_mj
 
 # Writes after which bounds or static geom poses are refreshed.
@@ -61,7 +59,7 @@ class StaticGeoms:
         gmat = quat_to_mat_mj(quat_mul(xquat[:, bodies], geom_quat[:, self.geoms].astype(np.float64)))
         return gpos, gmat.reshape(*gmat.shape[:-2], 9)
 
-    def write(self, group: WarpGroup, rows: np.ndarray, sources: dict[str, np.ndarray]) -> None:
+    def write(self, group: Worlds, rows: np.ndarray, sources: dict[str, np.ndarray]) -> None:
         """Set Data.geom_xpos/geom_xmat of the static geoms in worlds `rows` from `sources`
         (body_pos, body_quat, geom_pos, geom_quat as (K, ...) arrays)."""
         if not self.geoms.size or not rows.size:
@@ -76,60 +74,38 @@ class StaticGeoms:
         gm[index, geoms] = torch.as_tensor(xmat, dtype=gm.dtype).to(gm.device)
 
 
-class GeometryWrites:
-    """Needs the host's `_groups` (WarpGroups), `_routing`, `_model` and `_statics` (one per group)."""
+def refresh_geometry(worlds: list[Worlds], statics: list[StaticGeoms],
+                     moved: list[tuple[str, int, np.ndarray, np.ndarray]]) -> None:
+    """Refresh bounds and static geom poses after writes of (field, group, world rows, geom/body ids)."""
+    touched: dict[int, set[int]] = {}
+    for name, g, rows, index in moved:
+        group = worlds[g]
+        device = model_view(group, "geom_size").device
+        index_t, rows_t = torch.as_tensor(index, device=device), torch.as_tensor(rows, device=device)
+        if name == "geom_size":
+            size = model_view(group, "geom_size")[rows_t[:, None], index_t[None, :]].cpu().numpy()
+            rbound, aabb = G.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
+            for field, value in (("geom_rbound", rbound), ("geom_aabb", aabb)):
+                target = model_view(group, field)
+                value_t = torch.as_tensor(value, dtype=target.dtype, device=device)
+                target[rows_t[:, None], index_t[None, :]] = value_t
+            continue
+        static = statics[g]
+        hit = np.isin(index, static.geoms) if name == "geom_pos" else np.isin(index, static.bodies)
+        if hit.any():
+            touched.setdefault(g, set()).update(rows.tolist())
+    for g, rows in touched.items():
+        rows_a = np.array(sorted(rows), np.int64)
+        statics[g].write(worlds[g], rows_a, pose_sources(worlds[g], rows_a))
 
-    _groups: list[WarpGroup]
 
-    def _check_sizes(self, write: FieldWrite, ids: np.ndarray, values: np.ndarray) -> None:
-        """geom_size writes: primitive geoms only (a mesh's shape is a shared asset), sizes positive."""
-        slots = np.arange(self._model.ngeom) if write.index is None else write.index
-        for g, _, _ in self._routing.split(ids):
-            group = self._groups[g]
-            local = group.geom_map[slots]
-            local = local[local >= 0]
-            types = group.template.geom_type[local]  # geom types are the same in every world of a group
-            bad = ~np.isin(types, list(G.PRIMITIVES))
-            if bad.any():
-                names = sorted({group.template.geom(int(j)).name for j in local[bad]})
-                kinds = sorted({mujoco.mjtGeom(int(t)).name for t in types[bad]})
-                raise FieldWriteError(
-                    f"geom_size of geoms {names} cannot be written: they are {kinds[:4]} in some of these envs, "
-                    "whose shape is a shared asset; randomize primitive geoms only (e.g. tool_geometry='primitive')"
-                )
-        if (values[..., 0] <= 0).any() or (values < 0).any():
-            raise FieldWriteError("FieldWrite('geom_size').values must be positive (first component > 0, none < 0)")
-
-    def _refresh_geometry(self, moved: list[tuple[str, int, np.ndarray, np.ndarray]]) -> None:
-        """Refresh bounds and static geom poses after writes of (field, group, world rows, geom/body ids)."""
-        statics: dict[int, set[int]] = {}
-        for name, g, rows, index in moved:
-            group = self._groups[g]
-            device = model_view(group, "geom_size").device
-            index_t, rows_t = torch.as_tensor(index, device=device), torch.as_tensor(rows, device=device)
-            if name == "geom_size":
-                size = model_view(group, "geom_size")[rows_t[:, None], index_t[None, :]].cpu().numpy()
-                rbound, aabb = G.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
-                for field, value in (("geom_rbound", rbound), ("geom_aabb", aabb)):
-                    target = model_view(group, field)
-                    value_t = torch.as_tensor(value, dtype=target.dtype, device=device)
-                    target[rows_t[:, None], index_t[None, :]] = value_t
-                continue
-            static = self._statics[g]
-            hit = np.isin(index, static.geoms) if name == "geom_pos" else np.isin(index, static.bodies)
-            if hit.any():
-                statics.setdefault(g, set()).update(rows.tolist())
-        for g, rows in statics.items():
-            rows_a = np.array(sorted(rows), np.int64)
-            self._statics[g].write(self._groups[g], rows_a, self._pose_sources(g, rows_a))
-
-    def _pose_sources(self, g: int, rows: np.ndarray) -> dict[str, Any]:
-        """Worlds `rows`' current body/geom poses (float32 rows as float64; template where not per world)."""
-        group, out = self._groups[g], {}
-        for name in ("body_pos", "body_quat", "geom_pos", "geom_quat"):
-            if name in group.per_world:
-                view = model_view(group, name)
-                out[name] = view[torch.as_tensor(rows, device=view.device)].cpu().numpy().astype(np.float64)
-            else:
-                out[name] = np.repeat(getattr(group.template, name)[None], rows.size, axis=0)
-        return out
+def pose_sources(worlds: Worlds, rows: np.ndarray) -> dict[str, Any]:
+    """Worlds `rows`' current body/geom poses (float32 rows as float64; template where not per world)."""
+    out = {}
+    for name in ("body_pos", "body_quat", "geom_pos", "geom_quat"):
+        if name in worlds.per_world:
+            view = model_view(worlds, name)
+            out[name] = view[torch.as_tensor(rows, device=view.device)].cpu().numpy().astype(np.float64)
+        else:
+            out[name] = np.repeat(getattr(worlds.template, name)[None], rows.size, axis=0)
+    return out

@@ -219,9 +219,12 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         qpos[:, self._cube_qpos + 2] = C.spawn_height(self.cube_half_size[env_ids])
         qpos[:, self._cube_qpos + 3:self._cube_qpos + 7] = np.stack(
             [np.cos(half_yaw), np.zeros(k), np.zeros(k), np.sin(half_yaw)], axis=1)
-        self.backend.reset(env_ids, qpos, np.zeros((k, self._nv)))
+        # The targets go in at the reset itself, so its one forward (and the actuator forces the
+        # backend reports from it) sees them; every other actuator keeps mj_resetData's 0.
+        ctrl = np.zeros((k, self.backend.model.nu))
+        ctrl[:, self._act_ids] = joint_pos
+        self.backend.reset(env_ids, qpos, np.zeros((k, self._nv)), ctrl=ctrl)
         self.targets[env_ids] = joint_pos
-        self.backend.ctrl[np.ix_(env_ids, self._act_ids)] = joint_pos
         self._prev_quat[env_ids] = qpos[:, self._cube_qpos + 3:self._cube_qpos + 7]
 
     def _reset_info(self, env_ids: np.ndarray) -> dict[str, np.ndarray]:

@@ -418,9 +418,10 @@ class SimToolRealEnv(SimToolRealHooks, SimToolRealObservations, MjVecEnv, Vector
         qpos[:, self._obj_qpos + 3:self._obj_qpos + 7] = obj_quat
         qvel = xp.zeros((rows.size, self._nv), dtype=f, device=self._device_of())
         qvel[:, self._jnt_dof] = joint_vel
-        self.backend.reset(rows.selector(), qpos, qvel)
+        ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=f, device=self._device_of())
+        ctrl[:, self._act_ids] = joint_pos
+        self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
-        rows.put_columns(self.backend.ctrl, self._act_ids, joint_pos)
         goal_pos, goal_quat = tm.sample_first_goal(rng, rows, cfg, self._spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
         rows.put(self.lifted, False)
