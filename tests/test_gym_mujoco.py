@@ -263,3 +263,17 @@ def test_memory_estimate_counts_the_persistent_mjdata_of_contact_force_tasks():
     assert with_forces.per_env["task"] - without.per_env["task"] == model.nbuffer
     assert not TASKS["Ant-v5"].needs_contact_forces(
         task.parse_options({"include_cfrc_ext_in_observation": False, "contact_cost_weight": 0.0}))
+
+
+def test_a_written_episode_counter_staggers_the_time_limit() -> None:
+    """The suite counts with the base's episode_steps, so rsl_rl's init_at_random_ep_len works on it."""
+    env = gym.make_vec("mjvec/HalfCheetah-v5", num_envs=3, max_episode_steps=10, autoreset_mode="same_step")
+    env.reset(seed=0)
+    env.unwrapped.episode_steps = np.array([0, 5, 8])
+    first = []
+    for k in range(1, 11):
+        _, _, terminated, truncated, _ = env.step(np.zeros((3, 6), np.float32))
+        assert not terminated.any()
+        first.extend((i, k) for i in np.flatnonzero(truncated) if i not in {j for j, _ in first})
+    assert dict(first) == {2: 2, 1: 5, 0: 10}
+    env.close()

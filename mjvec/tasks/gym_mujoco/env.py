@@ -62,7 +62,8 @@ class GymMujocoEnv(MjVecEnv):
 
     Attributes: ``task``, ``opts``, ``dt`` (timestep x frame_skip, Gymnasium's ``dt``),
     ``init_qpos`` / ``init_qvel`` (qpos0, zeros), ``max_episode_steps``, ``policy_layout`` (the observation's blocks),
-    ``elapsed`` (control steps in the current episode).
+    ``elapsed`` (control steps in the current episode: the base's ``episode_steps``, which a writer such
+    as rsl_rl's ``init_at_random_ep_len`` moves).
     """
 
     def __init__(self, backend: Any, *, task: TaskDef, options: GymMujocoOptions, **env_options: Any) -> None:
@@ -75,7 +76,6 @@ class GymMujocoEnv(MjVecEnv):
         model = backend.model
         self.task, self.opts = task, options
         self.dt = float(model.opt.timestep) * options.frame_skip
-        self.max_episode_steps = options.episode_steps
         self.init_qpos = model.qpos0.copy()
         self.init_qvel = np.zeros(model.nv)
         self.policy_layout = observation_layout(task, options, model.nq, model.nv, model.nbody)
@@ -91,17 +91,22 @@ class GymMujocoEnv(MjVecEnv):
                                                     np.float64),
             single_action_space=gym.spaces.Box(bounds[:, 0], bounds[:, 1], dtype=np.float32),
             frame_skip=options.frame_skip,
+            max_episode_steps=options.episode_steps,
             **env_options,
         )
         self._views = {name: backend.bind(name) for name in self.bound_fields(task, options)}
         n = self.num_envs
-        self.elapsed = np.zeros(n, np.int64)
         self._fresh = np.ones(n, bool)  # envs whose last call was a reset: cfrc_ext is observed as zero
         self._before: np.ndarray = np.zeros(n if task.planar else (n, 2))
         self._cost_input = np.zeros((n, model.nu), np.float32)
         self._masses: np.ndarray | None = None
         self._mass_version = -1
         self._pending: dict[str, np.ndarray] = {}
+
+    @property
+    def elapsed(self) -> np.ndarray:
+        """(N,) control steps in each env's current episode (the base's live ``episode_steps``)."""
+        return self.episode_steps
 
     @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:
@@ -213,9 +218,9 @@ class GymMujocoEnv(MjVecEnv):
             costs = ctrl_cost + contact_cost
             info["reward_contact"] = -contact_cost
         reward = rewards - costs
-        elapsed = self.elapsed + 1
-        truncated = elapsed >= opts.episode_steps  # Gymnasium's TimeLimit: even when terminated too
-        np.copyto(self.elapsed, elapsed, where=active)
+        # The base counts this step before evaluating (`episode_steps`) and truncates at the limit
+        # unless terminated; Gymnasium's TimeLimit truncates even when terminated too.
+        truncated = self.episode_steps >= opts.episode_steps
         self._fresh[active] = False
         return reward, terminated, truncated, info
 
@@ -268,7 +273,6 @@ class GymMujocoEnv(MjVecEnv):
         if "qvel" in self._pending:
             qvel = rows.take(self._pending["qvel"]).copy()
         self.backend.reset(rows.selector(), qpos, qvel)
-        rows.put(self.elapsed, 0)
         rows.put(self._fresh, True)
 
     def _reset_info(self, rows: Rows) -> dict[str, Any]:
