@@ -12,10 +12,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 
 from mjvec.envs.base import MjVecEnv
 from mjvec.errors import ConfigError
+from mjvec.integrations._checks import require_same_step_box_env
 
 
 def check_same_step_env(env: Any, who: str) -> MjVecEnv:
@@ -31,14 +32,7 @@ def check_same_step_env(env: Any, who: str) -> MjVecEnv:
             f"{who} wraps an mjvec vector env (e.g. gym.make_vec('SimToolReal-v0', ...), possibly wrapped), "
             f"got {type(env).__name__}"
         )
-    mode = env.metadata.get("autoreset_mode")
-    if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.SAME_STEP.value):
-        raise ConfigError(
-            f"{who} needs an env with autoreset_mode SAME_STEP (the library resets a done env inside the done "
-            f"step), got {mode!r}; fix: gym.make_vec(..., autoreset_mode='same_step')"
-        )
-    if not isinstance(env.single_action_space, gym.spaces.Box):
-        raise ConfigError(f"{who} supports Box action spaces, got {type(env.single_action_space).__name__}")
+    require_same_step_box_env(env, who, "the library")
     base = env.unwrapped
     if not isinstance(base.episode_steps, np.ndarray) and base.array_backend != "torch":
         raise ConfigError(

@@ -44,10 +44,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, InstallError
+from mjvec.integrations._checks import require_same_step_box_env
 
 try:
     from stable_baselines3.common.monitor import Monitor
@@ -76,16 +77,7 @@ class SB3VecEnv(VecEnv):
                 f"SB3VecEnv wraps a gymnasium.vector.VectorEnv (e.g. gym.make_vec('SimToolReal-v0', ...)), "
                 f"got {type(env).__name__}"
             )
-        mode = env.metadata.get("autoreset_mode")
-        if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.SAME_STEP.value):
-            raise ConfigError(
-                f"SB3VecEnv needs an env with autoreset_mode SAME_STEP (SB3 resets a done env inside the done "
-                f"step), got {mode!r}; fix: gym.make_vec(..., autoreset_mode='same_step')"
-            )
-        if not isinstance(env.single_action_space, gym.spaces.Box):
-            raise ConfigError(
-                f"SB3VecEnv supports Box action spaces, got {type(env.single_action_space).__name__}"
-            )
+        require_same_step_box_env(env, "SB3VecEnv", "SB3")
         if isinstance(info_keys, str) or not all(isinstance(k, str) for k in info_keys):
             raise ConfigError(f"info_keys must be a sequence of str, got {info_keys!r}")
         self.env = env
