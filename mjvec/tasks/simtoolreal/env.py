@@ -72,7 +72,7 @@ __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "REWARD_TERMS", "SimTo
 
 class _Field:
     """A read-only attribute of the env that is a field of one of its records: the record's own
-    array, so in-place writes to it reach the record (rebinding it raises)."""
+    value (for an array, in-place writes reach the record; rebinding the attribute raises)."""
 
     def __init__(self, record: str) -> None:
         self.record = record
@@ -271,7 +271,8 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     # ---- the MjVecEnv phases ---------------------------------------------------------------
     def _apply_action(self, actions: Any) -> None:
         cfg, state = self.cfg, self.task_state
-        state.targets[...] = tm.compute_joint_targets(
+        # A fresh array each step (see TaskState): copying it into the old one would cost a pass.
+        state.targets = tm.compute_joint_targets(
             actions, state.targets, self.indices.joint_lower, self.indices.joint_upper,
             arm_step=cfg.dof_speed_scale * self.control_dt,
             arm_moving_average=cfg.arm_moving_average, hand_moving_average=cfg.hand_moving_average,

@@ -3,8 +3,9 @@
 Everything the task remembers between control steps besides the physics: PD targets, goals (with
 what is derived from them), the reward's best-so-far distances, the lift latch, the success and
 step counters, the last reward, the tolerance curriculum, and the object's centre of mass the
-critic reads. Arrays live where the backend's state does and are updated in place, never rebound,
-so a view handed out (e.g. `SimToolRealEnv.lifted`) stays live.
+critic reads. Arrays live where the backend's state does and are updated in place, so a view
+handed out (e.g. `SimToolRealEnv.lifted`) stays live; only `targets` is replaced, by every
+action (as the action pipeline makes a new array anyway).
 
 Distance sentinels (see `mjvec.tasks.simtoolreal.terms`): a best-so-far distance of -1 means
 "unset": the next evaluation sets it to the current distance.
@@ -35,14 +36,15 @@ Zeros = Callable[[tuple[int, ...], Any], Array]  # zeros(tail, dtype) -> (N, *ta
 class TaskState:
     """Per-env task state, (N, ...) arrays in the state's namespace (J joints, F fingertips).
 
-    targets (N, J): the PD targets last written to ctrl. goal_pos (N, 3) env frame, goal_quat
-    (N, 4) wxyz, and derived from them: goal_rot (N, 3, 3), goal_kp_fixed (N, 4, 3) the goal's
-    fixed-size keypoints. lifted (N,) bool latch; closest_fingertip_dist (N, F) and
-    closest_keypoint_dist (N,) best-so-far distances (-1: unset); near_goal_steps,
-    successes (this episode) and progress (control steps since the reset or the last success),
-    (N,) int64; last_reward (N,) float64. curriculum: the tolerance curriculum (shared by all envs).
-    object_com (N, 3): the object's centre of mass in its body frame as of `com_version` (the
-    backend's body_ipos write count), kept only for the critic (None otherwise).
+    targets (N, J): the PD targets last written to ctrl (a new array after each action).
+    goal_pos (N, 3) env frame, goal_quat (N, 4) wxyz, and derived from them: goal_rot (N, 3, 3),
+    goal_kp_fixed (N, 4, 3) the goal's fixed-size keypoints. lifted (N,) bool latch;
+    closest_fingertip_dist (N, F) and closest_keypoint_dist (N,) best-so-far distances (-1:
+    unset); near_goal_steps, successes (this episode) and progress (control steps since the reset
+    or the last success), (N,) int64; last_reward (N,) float64. curriculum: the tolerance
+    curriculum (shared by all envs). object_com (N, 3): the object's centre of mass in its body
+    frame as of `com_version` (the backend's body_ipos write count), kept only for the critic
+    (None otherwise).
     """
 
     targets: Array
