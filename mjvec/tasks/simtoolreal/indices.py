@@ -29,7 +29,7 @@ AsArray = Callable[..., Array]  # asarray(host value, dtype=None) -> an array wh
 
 @dataclass(frozen=True, eq=False)
 class TaskIndices:
-    """Model ids and per-env tool arrays of the task (J = 29 joints, F = 5 fingertips, N envs).
+    """Model ids and per-env tool arrays of the task (J arm and hand joints, F fingertips, N envs).
 
     Model (the canonical model: every variant shares these ids): `jnt_qpos`, `jnt_dof`, `act_ids`
     (J,) int index arrays of the arm and hand joints' qpos/dof addresses and actuators, in
