@@ -160,9 +160,9 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self._like,
                                     self._critic)
         self.views = bind_views(backend, self.bound_fields(obs_mode))
-        # The last measurement of every env (the step's, re-measured for rows reset or given a new
-        # goal since when the critic reads it).
-        self._measured = self._measure(self._all_rows)
+        # The critic's measurement of every env: the step's, with the rows reset or given a new goal
+        # since re-measured (None without the critic: nothing reads it between steps).
+        self._measured = self._measure(self._all_rows) if self._critic else None
         self._slots.declare("object_pose")
         self._slots.declare("object_scales")
 
@@ -282,9 +282,11 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         xp, state = self.xp, self.task_state
         state.curriculum.begin_step()  # before the tolerance is used, as in the source
-        self._measured = self._measure(self._all_rows)
-        terms = evaluate(self.cfg, self.indices, state, self._measured, self.backend.qvel,
-                         state.curriculum.tolerance, active)
+        measured = self._measure(self._all_rows)
+        terms = evaluate(self.cfg, self.indices, state, measured, self.backend.qvel, state.curriculum.tolerance,
+                         active)
+        if self._critic:
+            self._measured = measured
         state.commit(active, terms)
         new_goal = Rows.of_mask(terms.success & ~terms.terminated)
         if new_goal.any():

@@ -33,7 +33,7 @@ class ObsInputs:
     task's records, the object pose `observed` by the policy and the `true` one (the same tuple when
     no pose source is set; unused without the critic), the observed grasp-box `scales` (N, 3) in the
     state's dtype, and `measured`, the step's measurement (the critic reads its distances; the env
-    re-measures the rows it resets or gives a new goal after the step)."""
+    re-measures the rows it resets or gives a new goal after the step; None without the critic)."""
 
     cfg: SimToolRealConfig
     indices: TaskIndices
@@ -44,7 +44,7 @@ class ObsInputs:
     observed: Pose
     true: Pose
     scales: Array
-    measured: Measurement
+    measured: Measurement | None
 
 
 def policy_and_critic(obs: ObsInputs, critic: bool) -> Any:
