@@ -20,7 +20,7 @@ from typing import Any
 MOVED_MODULES = {
     "mjvec.envs.simtoolreal": "mjvec.tasks.simtoolreal.env",
     "mjvec.envs.simtoolreal_obs": "mjvec.tasks.simtoolreal.observations",
-    "mjvec.envs.simtoolreal_hooks": "mjvec.tasks.simtoolreal.hooks",
+    "mjvec.envs.simtoolreal_hooks": "mjvec.tasks.simtoolreal.env",
     "mjvec.envs.config": "mjvec.tasks.simtoolreal.config",
     "mjvec.envs.registration": "mjvec.tasks.simtoolreal.registration",
     "mjvec.envs.task_math": "mjvec.tasks.simtoolreal.terms",

@@ -148,6 +148,16 @@ def test_device_step_never_waits_for_the_device(sync_calls: collections.Counter,
     assert not sync_calls, dict(sync_calls)
 
 
+def test_device_step_with_the_critic_never_waits_for_the_device(sync_calls: collections.Counter,
+                                                                warp_device: str) -> None:
+    """The same with the asymmetric observation: the critic's re-measured rows (autoresets, new goals)
+    are device masks too."""
+    env = gym.make_vec(mjvec.ENV_ID, device=warp_device, obs_mode="asymmetric", **KW)
+    _run(env, sync_calls, warp_device)
+    env.close()
+    assert not sync_calls, dict(sync_calls)
+
+
 def test_the_sync_spy_sees_the_host_path(sync_calls: collections.Counter, warp_device: str) -> None:
     env = gym.make_vec(mjvec.ENV_ID, task_namespace="numpy", device=warp_device, **KW)
     _run(env, sync_calls, warp_device)

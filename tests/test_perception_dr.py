@@ -312,7 +312,7 @@ def test_push_magnitudes_for_a_heavy_and_a_light_tool(mass_scale: str) -> None:
     assert 20.0 * base.push_reference_mass == pytest.approx(1.154, abs=2e-3)
     env.reset(seed=6)
     qpos, qvel = base.backend.qpos.copy(), np.zeros((2, base.backend.model.nv))
-    qpos[:, base._obj_qpos + 2] = 1.2  # held high: lifted at the first evaluation
+    qpos[:, base.indices.obj_qpos + 2] = 1.2  # held high: lifted at the first evaluation
     base.backend.reset(np.arange(2), qpos, qvel)
     rng, ids = EnvRandom(base.global_env_ids, 6), np.arange(2)
     env.step(np.zeros((2, 29)))  # push draws made while not yet lifted: nothing pushed

@@ -158,7 +158,7 @@ def test_critic_object_velocity_is_at_the_centre_of_mass(oracle_models):
         task = env.unwrapped
         env.reset(seed=5)
         qpos, qvel = task.backend.qpos.copy(), np.zeros((2, task.backend.model.nv))
-        a, d = task._obj_qpos, task._obj_dof
+        a, d = task.indices.obj_qpos, task.indices.obj_dof
         qpos[:, a:a + 3] = [[0.1, 0.0, 1.3], [-0.1, 0.05, 1.4]]  # above the hand: free flight for a step
         qvel[:, d:d + 3] = [[0.2, -0.1, 0.3], [0.0, 0.4, -0.2]]
         qvel[:, d + 3:d + 6] = [[5.0, -4.0, 3.0], [-2.0, 5.0, 4.0]]  # body frame, within the obs clip
@@ -302,7 +302,7 @@ def test_success_after_ten_steps_at_goal_then_delta_goal(monkeypatch):
         # Delta goal: within 0.1 m per axis of the previous goal (the object pose), clamped to the box.
         assert (np.abs(task.goal_pos - np.clip(obj_pos, low, high)) <= 0.1 + 1e-9).all()
         assert ((task.goal_pos >= low) & (task.goal_pos <= high)).all()
-        mocap = task.backend.bind("mocap_pos")[:, task._goal_mocap]
+        mocap = task.backend.bind("mocap_pos")[:, task.indices.goal_mocap]
         np.testing.assert_array_equal(mocap, task.goal_pos)
     finally:
         env.close()
@@ -322,7 +322,7 @@ def test_truncation_after_max_episode_steps_and_fall_termination():
         np.testing.assert_array_equal(info["episode"]["success"], False)
         env.reset(seed=2)
         qpos = task.backend.qpos.copy()
-        qpos[0, task._obj_qpos + 2] = 0.05  # env 0's object below the fall height
+        qpos[0, task.indices.obj_qpos + 2] = 0.05  # env 0's object below the fall height
         task.backend.reset(np.array([0]), qpos[:1], np.zeros((1, task.backend.model.nv)))
         _, _, term, trunc, _ = env.step(np.zeros((2, 29)))
         np.testing.assert_array_equal(term, [True, False])
@@ -476,13 +476,13 @@ def test_lift_latch_and_bonus_through_the_env():
         env.reset(seed=3)
         spawn_z = S.OBJECT_SPAWN_POS[2]
         qpos = task.backend.qpos.copy()
-        qpos[0, task._obj_qpos + 2] = spawn_z + 0.3  # z_lift = 0.35 > 0.15: lifted at once
+        qpos[0, task.indices.obj_qpos + 2] = spawn_z + 0.3  # z_lift = 0.35 > 0.15: lifted at once
         task.backend.reset(np.array([0]), qpos[:1], np.zeros((1, task.backend.model.nv)))
         _, _, _, _, info = env.step(np.zeros((2, 29)))
         terms = info["reward_terms"]
         np.testing.assert_array_equal(info["lifted"], [True, False])
         np.testing.assert_allclose(terms["lift_bonus"], [300.0, 0.0])
-        z = task.backend.qpos[1, task._obj_qpos + 2]
+        z = task.backend.qpos[1, task.indices.obj_qpos + 2]
         np.testing.assert_allclose(terms["lift"], [0.0, 20.0 * np.clip(z - spawn_z + 0.05, 0.0, 0.5)])
         assert terms["approach"][0] == 0.0  # approach shaping stops once lifted
         _, _, _, _, info = env.step(np.zeros((2, 29)))

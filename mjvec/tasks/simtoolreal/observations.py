@@ -1,110 +1,129 @@
-"""The observation builder of SimToolReal-v0 (a mixin of `SimToolRealEnv`).
+"""The observation builders of SimToolReal-v0: pure functions of the task's records and arrays.
 
 The policy observation follows `POLICY_LAYOUT` (the source's obsList), the critic state
 `CRITIC_LAYOUT` (the source's stateList, whose order interleaves the palm and object velocities
 among the policy terms). Both are assembled from named blocks, so a block is computed once and
-placed by name.
+placed by name. The builders read `TaskIndices`, `SimViews`, `TaskState` and the step's
+`Measurement`, and arrays of the state's namespace; they write nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.indices import Array, SimViews, TaskIndices
+from mjvec.tasks.simtoolreal.state import TaskState
+from mjvec.tasks.simtoolreal.step_terms import Measurement
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, POLICY_LAYOUT, layout_size
+from mjvec.xp import namespace_of
 
 Blocks = dict[str, Any]
+Pose = tuple[Array, Array]  # (pos (N, 3), quat (N, 4) wxyz)
 
 
-class SimToolRealObservations:
-    """`_observe` and its blocks; reads the state `SimToolRealEnv` keeps (see its docstring), in the
-    state's namespace."""
+@dataclass(frozen=True, eq=False)
+class ObsInputs:
+    """What one observation is built from: the physics state (`qpos`, `qvel`, the bound `views`), the
+    task's records, the object pose `observed` by the policy and the `true` one (the same tuple when
+    no pose source is set; unused without the critic), the observed grasp-box `scales` (N, 3) in the
+    state's dtype, and `measured`, the step's measurement (the critic reads its distances; the env
+    re-measures the rows it resets or gives a new goal after the step; None without the critic)."""
 
-    num_envs: int
-    cfg: Any
-    obs_mode: str
-    backend: Any
-    xp: Any
+    cfg: SimToolRealConfig
+    indices: TaskIndices
+    views: SimViews
+    state: TaskState
+    qpos: Array
+    qvel: Array
+    observed: Pose
+    true: Pose
+    scales: Array
+    measured: Measurement | None
 
-    def _observe(self) -> Any:
-        xp = self.xp
-        palm_pos = self._site_xpos[:, self._palm_site]
-        scales = xp.astype(self.observed_object_scales(), self._float)
-        shared = self._robot_blocks(palm_pos, scales)
-        policy = self._stack(POLICY_LAYOUT, shared, self._object_blocks(palm_pos, *self.observed_object_pose(), scales))
-        if self.obs_mode == "policy":
-            return policy
-        true_pos, true_quat = self.true_object_pose()
-        critic = self._stack(CRITIC_LAYOUT, shared, self._object_blocks(palm_pos, true_pos, true_quat, scales),
-                             self._critic_blocks(true_pos, true_quat))
-        return {"policy": policy, "critic": critic}
 
-    def _stack(self, layout: tuple[tuple[str, int], ...], *parts: Blocks) -> Any:
-        """(N, width) float32: the named blocks concatenated in `layout` order, clamped to ±obs_clip."""
-        xp = self.xp
-        blocks = {k: v for part in parts for k, v in part.items()}
-        out = xp.concat([xp.astype(xp.reshape(blocks[name], (self.num_envs, -1)), xp.float32) for name, _ in layout],
-                        axis=1)
-        if self._host:
-            np.clip(out, -self.cfg.obs_clip, self.cfg.obs_clip, out=out)
-            return out
-        return xp.clip(out, -self.cfg.obs_clip, self.cfg.obs_clip)
+def policy_and_critic(obs: ObsInputs, critic: bool) -> Any:
+    """(N, 140) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 162)}."""
+    cfg, idx = obs.cfg, obs.indices
+    palm_pos = obs.views.site_xpos[:, idx.palm_site]
+    offsets = tm.keypoint_offsets(obs.scales * cfg.object_base_size, cfg.keypoint_scale)
+    kp_goal = tm.keypoints_from_rot(obs.state.goal_pos, obs.state.goal_rot, offsets)
+    shared = robot_blocks(obs, palm_pos)
+    seen = object_blocks(palm_pos, *obs.observed, offsets, kp_goal)
+    policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen)
+    if not critic:
+        return policy
+    true = seen if obs.true is obs.observed else object_blocks(palm_pos, *obs.true, offsets, kp_goal)
+    return {"policy": policy, "critic": stack(CRITIC_LAYOUT, cfg.obs_clip, shared, true, critic_blocks(obs))}
 
-    def _robot_blocks(self, palm_pos: Any, scales: Any) -> Blocks:
-        """The policy terms that do not depend on the object pose."""
-        xp = self.xp
-        q, v = self.backend.qpos, self.backend.qvel
-        return {
-            "joint_pos": xp.clip(tm.unscale_from_limits(q[:, self._jnt_qpos], self.joint_lower, self.joint_upper),
-                                 -1.0, 1.0),
-            "joint_vel": v[:, self._jnt_dof],
-            "prev_action_targets": self.targets,
-            "palm_pos": palm_pos,
-            "palm_rot": tm.wxyz_to_xyzw(self._xquat[:, self._palm_body]),
-            "fingertip_pos_rel_palm": self._fingertip_pos() - palm_pos[:, None],
-            "object_scales": scales,
-        }
 
-    def _object_blocks(self, palm_pos: Any, obj_pos: Any, obj_quat: Any, scales: Any) -> Blocks:
-        """The policy terms of an object pose (the observed one, or the true one for the critic)."""
-        offsets = tm.keypoint_offsets(scales * self.cfg.object_base_size, self.cfg.keypoint_scale)
-        kp_obj = tm.keypoint_positions(obj_pos, obj_quat, offsets)
-        kp_goal = tm.keypoints_from_rot(self._goal_pos, self._goal_rot, offsets)
-        return {
-            "object_rot": tm.wxyz_to_xyzw(obj_quat),
-            "keypoints_rel_palm": kp_obj - palm_pos[:, None],
-            "keypoints_rel_goal": kp_obj - kp_goal,
-        }
+def stack(layout: tuple[tuple[str, int], ...], clip: float, *parts: Blocks) -> Array:
+    """(N, width) float32: the named blocks concatenated in `layout` order, clamped to ±clip."""
+    blocks = {k: v for part in parts for k, v in part.items()}
+    first = next(iter(blocks.values()))
+    xp, n = namespace_of(first), first.shape[0]
+    out = xp.concat([xp.astype(xp.reshape(blocks[name], (n, -1)), xp.float32) for name, _ in layout], axis=1)
+    if isinstance(out, np.ndarray):
+        np.clip(out, -clip, clip, out=out)
+        return out
+    return xp.clip(out, -clip, clip)
 
-    def _critic_blocks(self, obj_pos: Any, obj_quat: Any) -> Blocks:
-        """The privileged critic terms (true state)."""
-        xp = self.xp
-        v = self.backend.qvel
-        ang = self._cvel[:, self._palm_body, :3]
-        lin_at_com = self._cvel[:, self._palm_body, 3:]
-        lever = self._site_xpos[:, self._palm_site] - self._subtree_com[:, self._palm_root]
-        obj_ang = tm.quat_rotate(obj_quat, v[:, self._obj_dof + 3:self._obj_dof + 6])
-        obj_lin = tm.object_com_velocity(v[:, self._obj_dof:self._obj_dof + 3], obj_ang, obj_quat, self._obj_com)
-        tip_dist = xp.linalg.vector_norm(self._fingertip_pos() - obj_pos[:, None], axis=-1)
-        closest_tip = xp.where(self.closest_fingertip_dist < 0, tip_dist, self.closest_fingertip_dist)
-        # An unset (-1) best distance reads as the current one, as the first evaluation will set it.
-        dist = tm.max_keypoint_distance(
-            tm.keypoint_positions(obj_pos, obj_quat, self._fixed_offsets), self._goal_kp_fixed
-        )
-        closest_kp = xp.where(self.closest_keypoint_dist < 0, dist, self.closest_keypoint_dist)
-        return {
-            "palm_vel": xp.concat([lin_at_com + tm.cross(ang, lever), ang], axis=1),
-            "object_vel": xp.concat([obj_lin, obj_ang], axis=1),
-            "closest_keypoint_max_dist": closest_kp,
-            "closest_fingertip_dist": closest_tip,
-            "lifted_object": xp.astype(self.lifted, xp.float64),
-            "progress": xp.log(xp.astype(self.progress, xp.float64) / 10.0 + 1.0),
-            "successes": xp.log(xp.astype(self.successes, xp.float64) + 1.0),
-            "reward": 0.01 * self.last_reward,
-        }
+
+def robot_blocks(obs: ObsInputs, palm_pos: Array) -> Blocks:
+    """The policy terms that do not depend on the object pose."""
+    idx, views = obs.indices, obs.views
+    xp = namespace_of(obs.qpos)
+    joint_pos = tm.unscale_from_limits(obs.qpos[:, idx.jnt_qpos], idx.joint_lower, idx.joint_upper)
+    return {
+        "joint_pos": xp.clip(joint_pos, -1.0, 1.0),
+        "joint_vel": obs.qvel[:, idx.jnt_dof],
+        "prev_action_targets": obs.state.targets,
+        "palm_pos": palm_pos,
+        "palm_rot": tm.wxyz_to_xyzw(views.xquat[:, idx.palm_body]),
+        "fingertip_pos_rel_palm": views.site_xpos[:, idx.tip_sites] - palm_pos[:, None],
+        "object_scales": obs.scales,
+    }
+
+
+def object_blocks(palm_pos: Array, obj_pos: Array, obj_quat: Array, offsets: Array, kp_goal: Array) -> Blocks:
+    """The policy terms of an object pose (the observed one, or the true one for the critic), with
+    the observed grasp-box keypoint `offsets` (N, 4, 3) and the goal's keypoints `kp_goal` of them."""
+    kp_obj = tm.keypoint_positions(obj_pos, obj_quat, offsets)
+    return {
+        "object_rot": tm.wxyz_to_xyzw(obj_quat),
+        "keypoints_rel_palm": kp_obj - palm_pos[:, None],
+        "keypoints_rel_goal": kp_obj - kp_goal,
+    }
+
+
+def critic_blocks(obs: ObsInputs) -> Blocks:
+    """The privileged critic terms (true state). A best-so-far distance that is unset (-1) reads as
+    the current one from the step's measurement, as the next evaluation will set it."""
+    idx, views, state, seen = obs.indices, obs.views, obs.state, obs.measured
+    xp = namespace_of(obs.qvel)
+    _, obj_quat = obs.true
+    v, d = obs.qvel, idx.obj_dof
+    ang = views.cvel[:, idx.palm_body, :3]
+    lever = views.site_xpos[:, idx.palm_site] - views.subtree_com[:, idx.palm_root]
+    obj_ang = tm.quat_rotate(obj_quat, v[:, d + 3:d + 6])
+    obj_lin = tm.object_com_velocity(v[:, d:d + 3], obj_ang, obj_quat, state.object_com)
+    closest_tip = xp.where(state.closest_fingertip_dist < 0, seen.fingertip_dist, state.closest_fingertip_dist)
+    closest_kp = xp.where(state.closest_keypoint_dist < 0, seen.keypoint_dist, state.closest_keypoint_dist)
+    return {
+        "palm_vel": xp.concat([views.cvel[:, idx.palm_body, 3:] + tm.cross(ang, lever), ang], axis=1),
+        "object_vel": xp.concat([obj_lin, obj_ang], axis=1),
+        "closest_keypoint_max_dist": closest_kp,
+        "closest_fingertip_dist": closest_tip,
+        "lifted_object": xp.astype(state.lifted, xp.float64),
+        "progress": xp.log(xp.astype(state.progress, xp.float64) / 10.0 + 1.0),
+        "successes": xp.log(xp.astype(state.successes, xp.float64) + 1.0),
+        "reward": 0.01 * state.last_reward,
+    }
 
 
 def observation_space(obs_mode: str, clip: float) -> gym.Space:
