@@ -6,9 +6,9 @@ best distances the critic shows), autoresets in NEXT_STEP and SAME_STEP mode, an
 The expected digests were recorded at commit 6fa7fef, before `SimToolRealEnv` became records and
 pure builders (its critic then measured the distances again instead of reading the step's); a
 refactor must not change a bit of them. The two next_step digests were re-recorded once, when
-next_step autoreset steps began to carry the reset envs' reset info (issue 24's contract fix):
-observations, rewards, terminations and truncations hashed alone were unchanged by it. Same hashing as tests/test_digest.py (episode wall times
-left out). The Warp digest holds for warp's cpu device.
+next_step autoreset steps began to carry the reset envs' reset info (the NEXT_STEP reset-info fix):
+observations, rewards, terminations and truncations hashed alone were unchanged by it. Same hashing
+as tests/test_digest.py (episode wall times left out). The Warp digest holds for warp's cpu device.
 """
 
 from __future__ import annotations
