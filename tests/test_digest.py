@@ -21,8 +21,8 @@ import mjvec  # noqa: F401  (registers the tasks)
 STEPS = 300
 NUM_ENVS = 6
 EXPECTED = {
-    ("SimToolReal-v0", "cpu"): "93ea5a767ad0ea66ca5e553627d1cc20",
-    ("SimToolReal-v0", "warp"): "fd7812b535a5d022e90d8aaaec805df8",
+    ("SimToolReal-v0", "cpu"): "5e92ab60661eae27daedee1394087324",
+    ("SimToolReal-v0", "warp"): "0125978e25b1e2f2b2a774924e03ef52",
     ("CubeRotate-v0", "cpu"): "7717a923a298fe24e40ea9d8eed5090f",
     ("CubeRotate-v0", "warp"): "690aa85f557797ac943166206ea4afaa",
 }

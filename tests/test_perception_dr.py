@@ -120,21 +120,21 @@ def test_object_scale_noise_per_reset_within_range() -> None:
 
 
 def test_random_pushes_only_when_lifted_one_step_and_scaled_by_mass() -> None:
+    """A step's push is drawn before its physics from `lifted` as the previous step left it (the
+    source's pre-physics step), and lasts that one step."""
     env = RandomPushes(gym.make_vec(mjvec.ENV_ID, num_envs=4, **SMALL), prob_range=(1.0, 1.0), mass_scale="per_env")
     base = env.unwrapped
     env.reset(seed=0)
     body = base.object_body_id
-    base.lifted[:] = [True, False, True, False]
+    base.lifted[:] = [True, False, True, False]  # as if the previous step's evaluation had set it
     env.step(_actions(env, 0))
-    base.lifted[:] = [True, False, True, False]  # the task may have updated it; pin it for the push draw
-    env._on_step(base.control_dt)
-    xfrc = base.backend.xfrc_applied[:, body]
+    xfrc = base.backend.xfrc_applied[:, body]  # what this step's physics ran with
     np.testing.assert_array_equal(np.abs(xfrc[[1, 3]]), 0.0)
     assert (np.abs(xfrc[[0, 2]]) > 0).all()
     force_per_mass = np.abs(xfrc[[0, 2], :3]) / np.asarray(base.object_mass)[[0, 2], None]
     assert (force_per_mass < 20.0 * 6).all()
     base.lifted[:] = False
-    env._on_step(base.control_dt)
+    env.step(_actions(env, 1))
     np.testing.assert_array_equal(base.backend.xfrc_applied[:, body], 0.0)
 
 

@@ -93,7 +93,10 @@ def test_obs_blocks_match_plain_mujoco_oracle(env4, oracle_models):
     obs, _ = env4.reset(seed=3)
     pol, crit = obs["policy"], obs["critic"]
     for name, _ in tm.POLICY_LAYOUT:  # without a pose source the critic's policy terms are the policy's
-        np.testing.assert_array_equal(pol[:, PSL[name]], crit[:, CSL[name]])
+        if name == "object_rot":  # ... but for the sign of q: the policy's has w >= 0, the critic's is as simulated
+            np.testing.assert_array_equal(np.abs(pol[:, PSL[name]]), np.abs(crit[:, CSL[name]]))
+        else:
+            np.testing.assert_array_equal(pol[:, PSL[name]], crit[:, CSL[name]])
     catalog = default_catalog()
     for i in range(4):
         tool = int(env4.unwrapped.tool_ids[i])
@@ -110,8 +113,10 @@ def test_obs_blocks_match_plain_mujoco_oracle(env4, oracle_models):
         palm = data.site(R.PALM_SITE_NAME).xpos
         np.testing.assert_allclose(pol[i, PSL["palm_pos"]], palm, atol=1e-6)
         np.testing.assert_allclose(pol[i, PSL["palm_rot"]], _xyzw(data.body(R.PALM_BODY_NAME).xquat), atol=1e-6)
-        np.testing.assert_allclose(pol[i, PSL["object_rot"]], _xyzw(data.joint(S.OBJECT_JOINT_NAME).qpos[3:]),
-                                   atol=1e-6)
+        # The source's policy sees the orientation through a rotation matrix: w >= 0 (q and -q are one rotation).
+        obj_quat = data.joint(S.OBJECT_JOINT_NAME).qpos[3:]
+        obj_quat = obj_quat if obj_quat[0] >= 0 else -obj_quat
+        np.testing.assert_allclose(pol[i, PSL["object_rot"]], _xyzw(obj_quat), atol=1e-6)
         tips = np.stack([data.site(n).xpos for n in R.FINGERTIP_SITE_NAMES])
         np.testing.assert_allclose(pol[i, PSL["fingertip_pos_rel_palm"]], (tips - palm).ravel(), atol=1e-6)
         dims = np.asarray(catalog[tool].object_scales) * 0.04
@@ -559,3 +564,39 @@ def test_curriculum_reducer_makes_shards_agree_with_one_env():
     finally:
         for env in (whole, alone, *shards.values()):
             env.close()
+
+
+def test_policy_sees_the_object_orientation_with_w_nonnegative_and_the_critic_as_simulated():
+    env = gym.make_vec(ENV_ID, num_envs=16, num_tools=6, randomization=None, obs_mode="asymmetric")
+    obs, _ = env.reset(seed=3)
+    base = env.unwrapped
+    w = obs["policy"][:, PSL["object_rot"]][:, 3]
+    assert (w >= 0).all()
+    raw = np.asarray(base.backend.qpos)[:, base.indices.obj_qpos + 3:base.indices.obj_qpos + 7]
+    assert (raw[:, 0] < 0).any(), "the seed must give some w < 0 for this test to mean anything"
+    critic_rot = obs["critic"][:, CSL["object_rot"]]
+    np.testing.assert_allclose(critic_rot, raw[:, [1, 2, 3, 0]].astype(np.float32), atol=1e-6)
+    env.close()
+
+
+def test_an_episode_cut_short_by_reset_counts_in_the_curriculum_as_the_source_records_it():
+    env = gym.make_vec(ENV_ID, num_envs=3, num_tools=3, randomization=None)
+    env.reset(seed=0)
+    base = env.unwrapped
+    base.successes[:] = [2, 0, 5]  # as if those envs had reached goals in their running episodes
+    env.reset(options={"reset_mask": np.array([True, False, True])})
+    np.testing.assert_array_equal(base.curriculum.last_successes, [2.0, 0.0, 5.0])
+    np.testing.assert_array_equal(base.successes, [0, 0, 0])
+    env.close()
+
+
+def test_the_first_goal_floor_is_the_configured_height_above_the_spawn():
+    from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+
+    cfg = SimToolRealConfig(goal_min_height_above_spawn=0.25)
+    env = gym.make_vec(ENV_ID, num_envs=32, num_tools=3, randomization=None, config=cfg)
+    env.reset(seed=1)
+    z = np.asarray(env.unwrapped.goal_pos)[:, 2]
+    spawn = 0.63
+    assert (z >= spawn + 0.25 - 1e-12).all() and np.isclose(z, spawn + 0.25).any()
+    env.close()

@@ -137,9 +137,11 @@ class RandomPushes(HookWrapper, VectorWrapper):
 
     Needs `EnvHooks` and `PushHooks`. Force and torque are independent: at every reset of an env it
     draws a force probability and a torque probability, each log-uniform in prob_range; each step,
-    for each of the two separately, an env is pushed with its probability and only where the task
-    allows a push (``push_allowed()``, e.g. the object is lifted), for the next control step:
-    force N(0, 1)^3 x mass x force_scale, torque N(0, 1)^3 x mass x torque_scale.
+    before its physics (as the source's pre-physics step), for each of the two separately, an env is
+    pushed with its probability and only where the task allows a push (``push_allowed()``, e.g. the
+    object is lifted, as evaluated at the end of the previous step), for that control step:
+    force N(0, 1)^3 x mass x force_scale, torque N(0, 1)^3 x mass x torque_scale. A step refused
+    before it runs (DISABLED mode with a done env) draws nothing.
 
     mass_scale: what "mass" is.
       "reference" (default, the paper's run): ONE mass for every env, the task's
@@ -180,7 +182,7 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.torque_pushed = base.zeros((), base.xp.bool)
         self.pushed = base.zeros((), base.xp.bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
-                       lambda: base.lifecycle.subscribe("interval", self._on_step))
+                       lambda: base.add_action_transform(self._before_physics))
 
     def per_env_bytes(self) -> int:
         """Two float64 probabilities and three push masks per env."""
@@ -196,7 +198,13 @@ class RandomPushes(HookWrapper, VectorWrapper):
         for row, kind in enumerate(("force", "torque")):
             rows.put(self._prob[row], xp.exp(rng.uniform(rows, f"dr/push_{kind}_prob", *self._log_range)))
 
-    def _on_step(self, dt: float) -> None:
+    def _before_physics(self, actions: Any) -> Any:
+        """An action transform that leaves the actions as they are: it runs once per step that runs,
+        after the previous step's evaluation and before this step's physics."""
+        self._push()
+        return actions
+
+    def _push(self) -> None:
         base, xp = self._base, self._base.xp
         allowed_now = base.push_allowed()
         wrench = base.zeros((1, 6), xp.float64)

@@ -369,7 +369,12 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         rows.put(self.targets, joint_pos)
         goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, self.indices.spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
-        self.task_state.start_episode(rows)
+        # The source records every env's success count at each of its resets, so an episode cut short
+        # (by reset(), a reset mask or a simulation error) counts too; one that ended in a step was
+        # already recorded then, with the same count.
+        state = self.task_state
+        state.curriculum.finish(rows, rows.take(xp.astype(state.successes, xp.float64)))
+        state.start_episode(rows)
         if self._critic:
             self._refresh_object_com()
             self._measured = self._measured.with_rows(rows, self._measure(rows))

@@ -1,6 +1,7 @@
 """The observation builders of SimToolReal-v0: pure functions of the task's records and arrays.
 
-The policy observation follows `POLICY_LAYOUT` (the source's obsList), the critic state
+The policy observation follows `POLICY_LAYOUT` (the source's obsList; its object orientation with
+w >= 0, as the source's policy sees it), the critic state
 `CRITIC_LAYOUT` (the source's stateList, whose order interleaves the palm and object velocities
 among the policy terms). Both are assembled from named blocks, so a block is computed once and
 placed by name. The builders read `TaskIndices`, `SimViews`, `TaskState` and the step's
@@ -15,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from mjvec.rotations import canonical_quat
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, SimViews, TaskIndices
@@ -55,7 +57,10 @@ def policy_and_critic(obs: ObsInputs, critic: bool) -> Any:
     kp_goal = tm.keypoints_from_rot(obs.state.goal_pos, obs.state.goal_rot, offsets)
     shared = robot_blocks(obs, palm_pos)
     seen = object_blocks(palm_pos, *obs.observed, offsets, kp_goal)
-    policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen)
+    # The source hands the policy its object orientation through a rotation-matrix round trip that
+    # returns w >= 0 (q and -q are one rotation); the critic reads the simulator's quaternion as is.
+    policy_rot = {"object_rot": tm.wxyz_to_xyzw(canonical_quat(obs.observed[1]))}
+    policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen, policy_rot)
     if not critic:
         return policy
     true = seen if obs.true is obs.observed else object_blocks(palm_pos, *obs.true, offsets, kp_goal)

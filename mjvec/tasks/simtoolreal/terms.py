@@ -223,7 +223,7 @@ def sample_first_goal(rng: EnvRandom, rows: Rows, cfg: SimToolRealConfig, spawn_
     """Draw first goals for `rows` from their own streams: (pos (rows, 3), quat (rows, 4) wxyz)."""
     u = rng.uniform(rows, "goal/first_pos", 0.0, 1.0, (3,))
     quat = rng.quaternion(rows, "goal/first_quat")
-    min_z = spawn_z - cfg.lift_offset + cfg.lift_threshold
+    min_z = spawn_z + cfg.goal_min_height_above_spawn  # the source's floor for the first goal
     return first_goal(u, quat, _like(cfg.goal_low, u), _like(cfg.goal_high, u), min_z)
 
 
