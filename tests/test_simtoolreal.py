@@ -600,3 +600,11 @@ def test_the_first_goal_floor_is_the_configured_height_above_the_spawn():
     spawn = 0.63
     assert (z >= spawn + 0.25 - 1e-12).all() and np.isclose(z, spawn + 0.25).any()
     env.close()
+
+
+def test_num_tools_takes_numpy_integers_like_the_other_counts():
+    env = gym.make_vec(ENV_ID, num_envs=2, num_tools=np.int64(3), randomization=None)
+    assert env.unwrapped.tool_ids.tolist() == [0, 1]
+    env.close()
+    with pytest.raises(ConfigError, match=r"num_tools must be an int in \[1, 600\].*got 3\.0"):
+        gym.make_vec(ENV_ID, num_envs=2, num_tools=3.0)

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mjvec.assets.tools import TOOL_GEOMETRIES
+from mjvec.envs.options import is_int
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization import EventTerm
@@ -35,10 +36,6 @@ __all__ = ["ENV_ID", "MAX_TOOLS", "SimToolRealOptions", "default_catalog", "regi
 
 ENV_ID = "SimToolReal-v0"
 MAX_TOOLS = 600
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -69,11 +66,12 @@ class SimToolRealOptions(TaskOptions):
         super().__post_init__()
         if self.obs_mode not in OBS_MODES:
             raise ConfigError(f"obs_mode={self.obs_mode!r} is not supported; allowed values are {allowed(OBS_MODES)}")
-        if not _is_int(self.num_tools) or not 1 <= self.num_tools <= MAX_TOOLS:
+        if not is_int(self.num_tools) or not 1 <= self.num_tools <= MAX_TOOLS:
             raise ConfigError(
                 f"num_tools must be an int in [1, {MAX_TOOLS}] (the catalog has {MAX_TOOLS} tools), "
                 f"got {self.num_tools!r}"
             )
+        object.__setattr__(self, "num_tools", int(self.num_tools))
         if self.tool_geometry not in TOOL_GEOMETRIES:
             raise ConfigError(
                 f"tool_geometry={self.tool_geometry!r} is not supported; allowed values are {allowed(TOOL_GEOMETRIES)}"
