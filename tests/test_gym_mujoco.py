@@ -169,7 +169,7 @@ def test_gymnasium_and_sb3_env_checkers_pass(name):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", ["Ant-v5", "Humanoid-v5"])
 def test_sb3_ppo_trains_a_few_updates_through_the_adapter(name):
-    from mjvec.envs.sb3 import SB3VecEnv
+    from mjvec.integrations.sb3 import SB3VecEnv
     from stable_baselines3 import PPO
 
     venv = SB3VecEnv(gym.make_vec(f"mjvec/{name}", num_envs=8, autoreset_mode="same_step", max_episode_steps=20))
