@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import os
+import warnings
 from pathlib import Path
 
 import mujoco
@@ -55,11 +56,36 @@ def resolve_xml(xml_file: str) -> Path:
 
 def load_spec(path: Path) -> mujoco.MjSpec:
     """A fresh MjSpec of the MJCF file at `path` (each call parses anew, so every spec is independent),
-    its unnamed bodies, joints and actuators named (`name_unnamed`). Compiled, it steps bit for bit
-    like ``MjModel.from_xml_path(path)`` (tested): names are not physics."""
+    its unnamed bodies, joints and actuators named (`name_unnamed`) and a ``settotalmass`` baked in
+    (`bake_total_mass`). Compiled, it is ``MjModel.from_xml_path(path)`` bit for bit in every numeric
+    field and steps like it (tested): names are not physics."""
     spec = mujoco.MjSpec.from_file(str(path))
     name_unnamed(spec)
+    bake_total_mass(spec)
     return spec
+
+
+def bake_total_mass(spec: mujoco.MjSpec) -> None:
+    """Replace a ``<compiler settotalmass>`` (half_cheetah.xml has one) by the masses, inertias and
+    inertial frames it compiles to, given as explicit inertials, so that compiling the spec does not
+    warn on every build (MuJoCo 4 deprecates the attribute; Gymnasium's own env still uses it, and
+    prints MuJoCo's warning). Values are taken from one compile of the spec as written, so the
+    result is the same model bit for bit; a spec without the attribute is left alone."""
+    if spec.compiler.settotalmass <= 0:
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*settotalmass.*deprecated", category=UserWarning)
+        model = spec.compile()
+    for index, body in enumerate(spec.bodies):
+        if index == 0:  # the world body has no inertial
+            continue
+        body.mass = model.body_mass[index]
+        body.ipos = model.body_ipos[index]
+        body.iquat = model.body_iquat[index]
+        body.inertia = model.body_inertia[index]
+        body.explicitinertial = True
+    spec.compiler.settotalmass = -1
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
 
 
 def name_unnamed(spec: mujoco.MjSpec) -> None:
