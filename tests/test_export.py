@@ -14,6 +14,7 @@ pytest.importorskip("onnxscript")
 from mjvec.errors import ConfigError
 from mjvec.integrations import export_policy, load_policy
 from tests import policy_files as pf
+from tests.subprocesses import checkout_env
 
 CASES = {
     "ppo": (lambda tmp: pf.ppo_checkpoint(tmp, num_tools=3),
@@ -77,5 +78,5 @@ def test_import_mjvec_imports_no_rl_library_and_no_onnx():
             "print(sorted(m for m in ('rsl_rl', 'rl_games', 'onnx', 'onnxruntime', 'tensordict', 'torch') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=pf.ROOT).stdout  # this checkout's mjvec
+                         env=checkout_env()).stdout  # this checkout's mjvec
     assert out.strip() == "[]"

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import mujoco
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from mjvec.backends.memory import bound_field_bytes, cpu_bytes_per_env
 from mjvec.envs import memory
 from mjvec.errors import ConfigError
+from tests.subprocesses import checkout_env
 from tests.toy_env import pendulum_spec
 
 RUN = """
@@ -41,7 +41,7 @@ except mjvec.ConfigError as error:
 
 def _run(code: str, timeout: float = 120) -> dict:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                         cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                         env=checkout_env(PYTHONWARNINGS="ignore"))
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

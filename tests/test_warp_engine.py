@@ -29,6 +29,7 @@ from mjvec.randomization import EventTerm, table_height
 from mjvec.tasks.simtoolreal.scene import OBJECT_JOINT_NAME, TABLE_GEOM_NAME, TABLE_TOP_Z, default_catalog, scene_spec
 from tests.devices import np_of, put
 from tests.scenes import Oracle, make_scene
+from tests.subprocesses import checkout_env
 from tests.test_backend_warp import C_TOLERANCE, _mesh_scene
 from tests.test_env_warp import _window_of_all_classes
 from tests.warp_oracle import WARP_VS_ALONE, WarpOracle
@@ -471,7 +472,7 @@ print(json.dumps([contacts(flag == "on") for flag in sys.argv[2:]]))
 
 def _contacts_in_a_process(tool: int, *flags: str) -> list:
     out = subprocess.run([sys.executable, "-c", _LEAK_CODE, str(tool), *flags], check=True, capture_output=True,
-                         text=True, cwd=Path(__file__).parents[1])
+                         text=True, env=checkout_env())
     import json
 
     return json.loads(out.stdout.strip().splitlines()[-1])
