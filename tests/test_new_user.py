@@ -149,3 +149,27 @@ def test_a_session_that_leaves_a_mujoco_log_or_sb3_folder_behind_fails(tmp_path:
     assert f"LEFT BEHIND: {log} was written" in out.stdout
     assert "LEFT BEHIND: SB3 log folders in" in out.stdout
     assert set(Path(tempfile.gettempdir()).glob("SB3-*")) <= before  # and it removed the empty folder
+
+
+RENDER_WITHOUT_CLOSE = """
+import gymnasium as gym
+import mjvec
+env = gym.make_vec("CubeRotate-v0", num_envs=2, render_mode="rgb_array", num_threads=1)
+env.reset(seed=0)
+grid = env.unwrapped.render_grid([0, 1])
+frame = env.render()[1]
+print(grid.shape, frame.shape, int(frame.max()) > 0)
+"""
+
+
+def test_a_script_that_renders_and_exits_without_close_exits_silently() -> None:
+    """No "Exception ignored in Renderer.__del__" traceback at interpreter exit (OSMesa's bindings are
+    torn down before the renderer's __del__ runs): the open renderers are closed at exit."""
+    out = subprocess.run([sys.executable, "-c", RENDER_WITHOUT_CLOSE], capture_output=True, text=True, timeout=120,
+                         env=checkout_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "(240, 640, 3) (240, 320, 3) True"
+    # stderr holds the compile progress bar (tqdm, redrawn with \r, cleared at its end) and nothing else.
+    rest = [line for line in out.stderr.replace("\r", "\n").splitlines()
+            if line.strip() and not line.startswith("compiling CubeRotate-v0 variants:")]
+    assert rest == [], out.stderr
