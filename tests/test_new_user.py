@@ -116,8 +116,10 @@ import mujoco, numpy as np
 
 def test_leaks():
     from stable_baselines3.common.logger import configure
+    inside = configure(format_strings=[""]).dir  # what learn(verbose=0) does, in the session's folder
+    assert inside.startswith(os.environ["SB3_LOGDIR"]), inside
     os.environ.pop("SB3_LOGDIR")
-    configure(format_strings=[""])  # what learn(verbose=0) does: an empty SB3-<date> folder in the temp folder
+    print("SB3 FOLDER", configure(format_strings=[""]).dir)  # without it: an SB3-<date> folder in the temp folder
     os.chdir(os.environ["MJVEC_LEAK_ROOT"])  # a MuJoCo warning with the repository as the cwd
     xml = "<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>"
     m = mujoco.MjModel.from_xml_string(xml)
@@ -127,114 +129,23 @@ def test_leaks():
 '''
 
 
-def test_a_session_that_leaves_a_mujoco_log_or_sb3_folder_behind_fails(tmp_path: Path) -> None:
-    """tests/conftest.py's session check, on a child session that leaks both on purpose (into a copy
-    of the root's name: the child sees MJVEC_LEAK_ROOT as the repository root)."""
-    import tempfile
-
-    log = ROOT / "MUJOCO_LOG.TXT"
-    saved = log.read_bytes() if log.exists() else None
-    (tmp_path / "test_leaky.py").write_text(LEAKY)
-    before = set(Path(tempfile.gettempdir()).glob("SB3-*"))
-    try:
-        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
-                              str(tmp_path / "test_leaky.py")], capture_output=True, text=True, timeout=300,
-                             env=checkout_env(MJVEC_LEAK_ROOT=str(ROOT)), cwd=tmp_path)
-    finally:
-        if saved is None:
-            log.unlink(missing_ok=True)
-        else:
-            log.write_bytes(saved)
-    assert out.returncode == 1 and "1 passed" in out.stdout, out.stdout[-3000:]
-    assert f"LEFT BEHIND: {log} was written" in out.stdout
-    assert "LEFT BEHIND: SB3 log folders in" in out.stdout
-    assert set(Path(tempfile.gettempdir()).glob("SB3-*")) <= before  # and it removed the empty folder
-
-
-RENDER_WITHOUT_CLOSE = """
-import gymnasium as gym
-import mjvec
-env = gym.make_vec("CubeRotate-v0", num_envs=2, render_mode="rgb_array", num_threads=1)
-env.reset(seed=0)
-grid = env.unwrapped.render_grid([0, 1])
-frame = env.render()[1]
-print(grid.shape, frame.shape, int(frame.max()) > 0)
-"""
-
-
-def test_a_script_that_renders_and_exits_without_close_exits_silently() -> None:
-    """No "Exception ignored in Renderer.__del__" traceback at interpreter exit (OSMesa's bindings are
-    torn down before the renderer's __del__ runs): the open renderers are closed at exit."""
-    out = subprocess.run([sys.executable, "-c", RENDER_WITHOUT_CLOSE], capture_output=True, text=True, timeout=120,
-                         env=checkout_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "(240, 640, 3) (240, 320, 3) True"
-    # stderr holds the compile progress bar (tqdm, redrawn with \r, cleared at its end) and nothing else.
-    rest = [line for line in out.stderr.replace("\r", "\n").splitlines()
-            if line.strip() and not line.startswith("compiling CubeRotate-v0 variants:")]
-    assert rest == [], out.stderr
-
-
-PIP_SHIM = """#!/bin/sh
-# .venv/bin/python of the test: pip calls are recorded, not run; everything else is Python.
-if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "$*" >> "$PIP_LOG"; exit 0; fi
-exec "$(dirname "$0")/python3" "$@"
-"""
-
-
-def _fake_checkout(tmp: Path) -> Path:
-    """A checkout (pyproject, constraints, setup.sh) whose .venv sees this environment's packages (a
-    .pth file) and holds an mjvec dist-info editable from the checkout, as `pip install -e` leaves."""
+def test_a_session_that_leaves_a_mujoco_log_behind_fails_and_names_sb3_folders(tmp_path: Path) -> None:
+    """tests/conftest.py's session check, on a child session that leaks both on purpose, in a copy
+    of the repository's tests folder (its root: tmp_path): a MuJoCo warning with the root as the cwd
+    fails the session; an SB3 folder made without SB3_LOGDIR is named (SB3_LOGDIR keeps them out)."""
+    import re
     import shutil
-    import sysconfig
-    from importlib import metadata
 
-    root = tmp / "checkout"
-    (root / "scripts").mkdir(parents=True)
-    for name in ("pyproject.toml", "constraints/cpu.txt", "scripts/setup.sh"):
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / name, root / name)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
-    site = root / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-    (site / "env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    info = site / "mjvec-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(metadata.distribution("mjvec").read_text("METADATA"))
-    (info / "direct_url.json").write_text(f'{{"dir_info": {{"editable": true}}, "url": "file://{root}"}}')
-    python = root / ".venv" / "bin" / "python"
-    python.unlink()
-    python.write_text(PIP_SHIM)
-    python.chmod(0o755)
-    return root
-
-
-def test_setup_sh_run_again_only_checks(tmp_path: Path) -> None:
-    """scripts/setup.sh dev: installs where nothing was stamped (a fresh clone's .venv), then only
-    checks (no pip at all: no editable rebuild, no setuptools banner) until pyproject.toml changes or
-    mjvec is no longer editable from this checkout. Oracle: the pip calls themselves."""
-    root = _fake_checkout(tmp_path)
-    log = tmp_path / "pip.log"
-
-    def setup() -> tuple[list[str], str]:
-        log.unlink(missing_ok=True)
-        out = subprocess.run(["bash", "scripts/setup.sh", "dev"], cwd=root, capture_output=True, text=True,
-                             timeout=120, env={**os.environ, "PIP_LOG": str(log), "MJVEC_NO_APT": "1"})
-        assert out.returncode == 0, out.stderr
-        return (log.read_text().splitlines() if log.exists() else []), out.stderr
-
-    install = ["-m pip install -q --upgrade pip", "-m pip install -q -c constraints/cpu.txt -e .[dev]"]
-    calls, _ = setup()
-    assert calls == install  # nothing stamped yet: install
-    calls, err = setup()
-    assert calls == [] and "setup.sh: .venv is up to date (mjvec editable from this checkout, the [dev] extra); " \
-        "nothing to install" in err, err
-    with (root / "pyproject.toml").open("a") as f:
-        f.write("\n# changed\n")
-    calls, err = setup()
-    assert calls == install and "reinstalling: pyproject.toml or constraints changed" in err, err
-    assert setup()[0] == []
-    url = root / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / \
-        "mjvec-0.1.0.dist-info" / "direct_url.json"
-    url.write_text('{"dir_info": {"editable": true}, "url": "file:///elsewhere"}')
-    calls, err = setup()
-    assert calls == install and f"mjvec is installed from file:///elsewhere, not editable from {root}" in err, err
+    (tmp_path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    (tmp_path / "tests" / "test_leaky.py").write_text(LEAKY)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/test_leaky.py"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env=checkout_env(MJVEC_LEAK_ROOT=str(tmp_path)))
+    made = re.search(r"SB3 FOLDER (\S+)", out.stdout)
+    if made:
+        Path(made.group(1)).rmdir()  # the child's own, empty
+    assert out.returncode == 1 and "1 passed" in out.stdout, out.stdout[-3000:]
+    assert f"LEFT BEHIND: {tmp_path / 'MUJOCO_LOG.TXT'} was written" in out.stdout
+    assert made and f"note: SB3 log folders appeared in {Path(made.group(1)).parent}" in out.stdout
+    assert Path(made.group(1)).name in out.stdout.split("note:")[1]
