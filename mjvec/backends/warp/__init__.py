@@ -5,8 +5,9 @@ raises InstallError saying what to install. Nothing else in mjvec imports it unl
 "warp" backend (see mjvec.backends.registry).
 
 Importing it keeps warp quiet: warp's informational output (its init banner and a "Module ... load"
-line for each of the ~60 kernel modules a build loads) is off unless asked for, with
-``MJVEC_WARP_VERBOSE=1`` or by setting ``warp.config.log_level`` before this import.
+line for each kernel module a build loads) is off unless asked for, with ``MJVEC_WARP_VERBOSE=1``
+or by setting ``warp.config.log_level`` to a level other than warp's default (info) before this
+import. Warp's warnings and errors still show.
 """
 
 from __future__ import annotations
