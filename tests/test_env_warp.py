@@ -141,7 +141,8 @@ def _robot_contacts(be: WarpBackend) -> tuple[np.ndarray, np.ndarray]:
     return robot_any, robot_tool
 
 
-@pytest.mark.parametrize(("preset", "seed"), [("none", 7), pytest.param("paper", 4, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize(("preset", "seed"), [("none", 7), ("paper", 4)])
 def test_simtoolreal_cpu_and_warp_agree_over_300_steps(preset: str, seed: int) -> None:
     n, steps = 15, 300
     kw = {"num_envs": n, "num_tools": 600, "env_id_offset": _window_of_all_classes(n, 3), "array_backend": "numpy"}

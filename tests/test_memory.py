@@ -85,11 +85,13 @@ print(json.dumps({{"growth": rss() - before, "estimate": estimate.total_bytes + 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RSS from /proc")
 @pytest.mark.parametrize(("env_id", "kwargs", "sizes"), [
-    ("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000)),
+    # The fast set keeps the flagship on each backend; the other configurations are slow.
+    pytest.param("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000),
+                 marks=pytest.mark.slow),
     ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "num_threads": 1}, (500, 6000)),
-    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric", "num_threads": 1},
-     (500, 6000)),
-    ("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (500, 6000)),
+    pytest.param("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric",
+                                    "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
     ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024)),
     pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
                  marks=pytest.mark.slow),
