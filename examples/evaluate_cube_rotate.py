@@ -31,11 +31,18 @@ from typing import Literal
 
 import gymnasium as gym
 import numpy as np
-import torch
-import tyro
+from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
+from mjvec.errors import missing_extra
 from mjvec.integrations.video import write_gif
+
+try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
+    import torch
+    import tyro
+except ImportError as _error:
+    print(missing_extra("train", _error, "examples/evaluate_cube_rotate.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 ENV_ID = "CubeRotate-v0"
 
@@ -126,6 +133,7 @@ def evaluate(args: Args) -> dict[str, float]:
     ids = np.arange(min(args.gif_envs, n))
     frames = [base.render_grid(ids, ncols=2)] if args.gif else []
     t = 0
+    progress = tqdm(total=n, desc="episodes finished", unit="ep", dynamic_ncols=True)
     while running.any():
         # Every env runs until its first episode ends; finished envs are stepped no further in
         # effect (they are reset and their rows ignored).
@@ -137,10 +145,13 @@ def evaluate(args: Args) -> dict[str, float]:
         dropped |= running & term
         done = running & (term | trunc)
         running &= ~done
+        progress.update(int(done.sum()))
+        progress.set_postfix(step=t, refresh=False)
         if args.gif and t <= args.gif_steps and t % args.gif_every == 0:
             frames.append(base.render_grid(ids, ncols=2))
         if (term | trunc).any():
             obs, _ = env.reset(options={"reset_mask": term | trunc})
+    progress.close()
     duration = steps * base.control_dt
     result = {
         "policy": args.policy, "checkpoint": str(args.checkpoint), "episodes": n,

@@ -20,6 +20,7 @@ runs code from the file: load only files you trust).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +28,18 @@ from typing import Literal
 
 import gymnasium as gym
 import numpy as np
-import tyro
-from evaluate_cube_rotate import ppo_policy, sb3_policy
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the suite)
+from mjvec.errors import missing_extra
+
+try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
+    import torch  # noqa: F401  (the policies of evaluate_cube_rotate run in torch)
+    import tyro
+    from evaluate_cube_rotate import ppo_policy, sb3_policy
+except ImportError as _error:
+    print(missing_extra("train", _error, "examples/evaluate_return.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 
 @dataclass

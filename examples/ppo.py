@@ -48,6 +48,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,14 +56,20 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
-import torch
-import torch.distributed as dist
-import tyro
-from torch import nn
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
+from mjvec.errors import missing_extra
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+
+try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
+    import torch
+    import torch.distributed as dist
+    import tyro
+    from torch import nn
+except ImportError as _error:
+    print(missing_extra("train", _error, "examples/ppo.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 # The reward scale each task trains with when --reward-scale is not given (else 1): SimToolReal's
 # rewards are in the hundreds, as in the source, which trains with 0.01.

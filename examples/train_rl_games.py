@@ -22,19 +22,26 @@ from __future__ import annotations
 import ast
 import copy
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 
-import torch
-import tyro
-import yaml
-from rl_games.torch_runner import Runner
-
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.integrations.rl_games import MjvecAlgoObserver, register_rl_games
+from mjvec.errors import missing_extra
+
+try:  # the rl_games extra (its own environment): say how to make it rather than a bare ModuleNotFoundError
+    import torch
+    import tyro
+    import yaml
+    from rl_games.torch_runner import Runner
+
+    from mjvec.integrations.rl_games import MjvecAlgoObserver, register_rl_games
+except ImportError as _error:
+    print(missing_extra("rl_games", _error, "examples/train_rl_games.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 CONFIG = Path(__file__).parent / "configs" / "simtoolreal" / "rl_games_lstm_asymmetric_ppo.yaml"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,20 @@ from typing import Any
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 
 import gymnasium as gym
-import torch
-import tyro
-import yaml
-from rsl_rl.runners import OnPolicyRunner
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.integrations.rsl_rl import RslRlVecEnv, save_run_config
+from mjvec.errors import missing_extra
+
+try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
+    import torch
+    import tyro
+    import yaml
+    from rsl_rl.runners import OnPolicyRunner
+
+    from mjvec.integrations.rsl_rl import RslRlVecEnv, save_run_config
+except ImportError as _error:
+    print(missing_extra("train", _error, "examples/train_rsl_rl.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 CONFIGS = Path(__file__).parent / "configs"
 TASK_CONFIG = {"SimToolReal-v0": CONFIGS / "simtoolreal" / "rsl_rl_ppo.yaml",

@@ -27,6 +27,7 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -37,17 +38,24 @@ os.environ.setdefault("MUJOCO_GL", "osmesa")  # headless; set MUJOCO_GL=egl on a
 
 import gymnasium as gym
 import numpy as np
-import torch
-import tyro
-from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
-from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecNormalize
 from tqdm import TqdmExperimentalWarning, tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
-from mjvec.integrations.sb3 import SB3VecEnv
+from mjvec.errors import missing_extra
 from mjvec.integrations.video import write_gif
+
+try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
+    import torch
+    import tyro
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from mjvec.integrations.sb3 import SB3VecEnv
+except ImportError as _error:
+    print(missing_extra("train", _error, "examples/train_sb3.py"), file=sys.stderr)
+    raise SystemExit(2) from None
 
 log = logging.getLogger("train_sb3")
 CSV_FIELDS = ("iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "success_rate",

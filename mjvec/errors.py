@@ -71,6 +71,36 @@ class RenderError(MjvecError, RuntimeError):
     """MuJoCo could not create an OpenGL context or framebuffer to render into."""
 
 
+class PerformanceWarning(UserWarning):
+    """A configuration that runs correctly but slower than it could (e.g. more threads than cores)."""
+
+
+# The one install advice for a missing extra (every InstallError, `python -m mjvec info` and the
+# examples use it). mjvec is on no package index, so it installs the checkout. Every extra needs
+# torch >= 2.8: pip keeps a torch already installed that satisfies it (a GPU user's CUDA build) and
+# otherwise pulls PyPI's default, the CUDA build; the constraints file pins the CPU build instead.
+INSTALL_HINT = ("pip install -e '.[{extra}]' in the mjvec checkout (on a GPU machine this keeps the CUDA torch "
+                "already installed, or pulls CUDA torch; without a GPU add -c constraints/cpu.txt for torch's CPU "
+                "build, or run bash scripts/setup.sh dev: .venv with every extra and CPU torch)")
+
+
+# Extras that cannot share the dev environment get a script that makes their own.
+OWN_ENVIRONMENT = {"rl_games": "bash scripts/setup_rl_games.sh in the mjvec checkout (rl-games pins psutil<6, "
+                               "so it gets its own environment, .venv-rl-games)"}
+
+
+def install_hint(extra: str) -> str:
+    """`INSTALL_HINT` for the install extra `extra` (e.g. "warp", "train", "export"), or the script
+    of an extra that needs its own environment (`OWN_ENVIRONMENT`)."""
+    return OWN_ENVIRONMENT.get(extra) or INSTALL_HINT.format(extra=extra)
+
+
+def missing_extra(extra: str, error: ImportError, needed_by: str) -> str:
+    """The one-line message of a script (`needed_by`) that stops because the packages of install
+    extra `extra` are not importable (`error`): what is missing and the install command."""
+    return f"{needed_by} needs the '{extra}' extra, which is not installed ({error}); fix: {install_hint(extra)}"
+
+
 def allowed(values: Iterable[object], limit: int = 12) -> str:
     """Format an allowed set for an error message, shortened past `limit` entries."""
     items = sorted(str(v) for v in values)

@@ -163,7 +163,8 @@ class Rows:
             return
         xp = namespace_of(target)
         current = target[:, columns]
-        target[:, columns] = xp.where(self._mask[:, None], xp.asarray(values, dtype=target.dtype), current)
+        values = xp.asarray(values, dtype=target.dtype, device=target.device)  # host values go to the target's device
+        target[:, columns] = xp.where(self._mask[:, None], values, current)
 
     def host_ids(self) -> np.ndarray:
         """The selected ids on the host. On a device this copies the mask back: a synchronisation,

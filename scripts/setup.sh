@@ -2,7 +2,10 @@
 # Create .venv (Python 3.11) and install mjvec editable with what the main job needs:
 #   bash scripts/setup.sh            mjvec, its core dependencies and Pillow (examples/rollout.py)
 #   bash scripts/setup.sh dev        + the dev extra: torch (CPU build), warp, SB3, notebooks, pytest, ruff
-# scripts/test.sh runs the second form. Idempotent: a second run only checks what is installed.
+# scripts/test.sh runs the second form. Idempotent: a second run only checks what is installed
+# (mjvec editable from this checkout, every requirement of the chosen extra present at an allowed
+# version, pyproject.toml and constraints/cpu.txt unchanged since the install: the stamp file
+# .venv/.mjvec-setup-<extra>) and runs pip only when something is missing or changed.
 # As root on Debian/Ubuntu it also apt-get installs libosmesa6 (see below); MJVEC_NO_APT=1 skips that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +16,53 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup.sh: creating .venv with $("$PY" --version 2>&1)" >&2
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-if [ -z "$EXTRA" ]; then
-  echo "setup.sh: installing mjvec (editable) and its core dependencies, plus Pillow for PNG output" >&2
-  .venv/bin/python -m pip install -q -c constraints/cpu.txt -e . "pillow>=10"
+STAMP=".venv/.mjvec-setup-${EXTRA:-core}"
+STATE="$(cat pyproject.toml constraints/cpu.txt | sha256sum | cut -d' ' -f1) $PWD"
+# Exit status 0 when .venv already holds mjvec editable from this checkout and every requirement of
+# the extra (recursing into mjvec[...] self-references; the core form adds Pillow), else a reason.
+installed() {
+  [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STATE" ] || { echo "pyproject.toml or constraints changed"; return 1; }
+  .venv/bin/python - "$EXTRA" "$PWD" <<'PY'
+import importlib.metadata as md, json, sys
+from pip._vendor.packaging.requirements import Requirement
+extra, root = sys.argv[1], sys.argv[2]
+try:
+    url = json.loads(md.distribution("mjvec").read_text("direct_url.json") or "{}")
+except md.PackageNotFoundError:
+    sys.exit("mjvec is not installed")
+if not url.get("dir_info", {}).get("editable") or url.get("url") != f"file://{root}":
+    sys.exit(f"mjvec is installed from {url.get('url')}, not editable from {root}")
+todo, seen = [Requirement(r) for r in md.requires("mjvec") or [] if "extra ==" not in r], set()
+todo += [Requirement(f"mjvec[{extra}]")] if extra else [Requirement("pillow>=10")]
+while todo:
+    req = todo.pop()
+    if req.name == "mjvec":
+        for e in req.extras - seen:
+            seen.add(e)
+            todo += [r for r in map(Requirement, md.requires("mjvec") or []) if r.marker and r.marker.evaluate({"extra": e})]
+        continue
+    try:
+        version = md.version(req.name)
+    except md.PackageNotFoundError:
+        sys.exit(f"{req.name} is not installed")
+    if not req.specifier.contains(version, prereleases=True):
+        sys.exit(f"{req.name} {version} does not satisfy {req}")
+PY
+}
+if reason=$(installed 2>&1); then
+  echo "setup.sh: .venv is up to date (mjvec editable from this checkout${EXTRA:+, the [$EXTRA] extra}); nothing to install" >&2
 else
-  echo "setup.sh: installing mjvec (editable) with the [$EXTRA] extra" >&2
-  .venv/bin/python -m pip install -q -c constraints/cpu.txt -e ".[$EXTRA]"
+  [ -f "$STAMP" ] && echo "setup.sh: reinstalling: $reason" >&2
+  rm -f "$STAMP"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  if [ -z "$EXTRA" ]; then
+    echo "setup.sh: installing mjvec (editable) and its core dependencies, plus Pillow for PNG output" >&2
+    .venv/bin/python -m pip install -q -c constraints/cpu.txt -e . "pillow>=10"
+  else
+    echo "setup.sh: installing mjvec (editable) with the [$EXTRA] extra" >&2
+    .venv/bin/python -m pip install -q -c constraints/cpu.txt -e ".[$EXTRA]"
+  fi
+  echo "$STATE" > "$STAMP"
 fi
 # Headless rendering (MUJOCO_GL=osmesa, what examples/rollout.py uses without a display) needs the
 # OSMesa library, a system package that pip cannot install.

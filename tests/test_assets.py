@@ -88,7 +88,7 @@ def test_catalog_follows_the_source_draw_order():
 def test_catalog_is_the_same_in_a_fresh_process():
     code = "from mjvec.assets import ToolCatalog; from tests.test_assets import _digest; print(_digest(ToolCatalog()))"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == _digest(tools.ToolCatalog())
     assert _digest(tools.ToolCatalog(seed=7)) != _digest(CATALOG)
 

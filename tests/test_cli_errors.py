@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import gymnasium as gym
@@ -21,15 +20,15 @@ import pytest
 
 import mjvec
 from mjvec.cli import commands as cli
+from tests.subprocesses import checkout_env
 
 ROOT = Path(mjvec.__file__).resolve().parents[1]
 TINY = ["--option", "num_tools=3", "--option", "randomization=none", "--option", "max_episode_steps=8"]
 
 
 def run_cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     return subprocess.run([sys.executable, "-m", "mjvec", *argv], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=tempfile.gettempdir())
+                          env=checkout_env())  # in the session's scratch cwd (conftest)
 
 
 def assert_one_line_error(out: subprocess.CompletedProcess, match: str) -> None:
@@ -150,7 +149,7 @@ def test_info_imports_neither_torch_nor_warp():
             "print(json.dumps(sorted(m for m in ('torch', 'warp', 'mujoco_warp', 'stable_baselines3') "
             "if m in sys.modules)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=tempfile.gettempdir())
+                         env=checkout_env())
     assert out.returncode == 0, out.stderr
     *info, imported = out.stdout.strip().splitlines()
     assert json.loads(imported) == []

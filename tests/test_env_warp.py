@@ -141,6 +141,7 @@ def _robot_contacts(be: WarpBackend) -> tuple[np.ndarray, np.ndarray]:
     return robot_any, robot_tool
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("preset", "seed"), [("none", 7), ("paper", 4)])
 def test_simtoolreal_cpu_and_warp_agree_over_300_steps(preset: str, seed: int) -> None:
     n, steps = 15, 300

@@ -14,6 +14,7 @@ pytest.importorskip("onnxscript")
 from mjvec.errors import ConfigError
 from mjvec.integrations import export_policy, load_policy
 from tests import policy_files as pf
+from tests.subprocesses import checkout_env
 
 CASES = {
     "ppo": (lambda tmp: pf.ppo_checkpoint(tmp, num_tools=3),
@@ -23,7 +24,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(CASES))
+# The fast set exports one kind (ppo.py's); the SB3 and rsl_rl kinds, which train first, are slow.
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.slow) if k in ("sb3", "rsl_rl") else k
+                                  for k in sorted(CASES)])
 def test_loaded_and_exported_policies_act_like_the_in_process_policy(kind, tmp_path):
     make_checkpoint, make_obs = CASES[kind]
     path, in_process = make_checkpoint(tmp_path)
@@ -77,5 +80,5 @@ def test_import_mjvec_imports_no_rl_library_and_no_onnx():
             "print(sorted(m for m in ('rsl_rl', 'rl_games', 'onnx', 'onnxruntime', 'tensordict', 'torch') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=pf.ROOT).stdout  # this checkout's mjvec
+                         env=checkout_env()).stdout  # this checkout's mjvec
     assert out.strip() == "[]"

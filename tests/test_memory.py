@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import mujoco
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from mjvec.backends.memory import bound_field_bytes, cpu_bytes_per_env
 from mjvec.envs import memory
 from mjvec.errors import ConfigError
+from tests.subprocesses import checkout_env
 from tests.toy_env import pendulum_spec
 
 RUN = """
@@ -41,7 +41,7 @@ except mjvec.ConfigError as error:
 
 def _run(code: str, timeout: float = 120) -> dict:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                         cwd=tempfile.gettempdir(), env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                         env=checkout_env(PYTHONWARNINGS="ignore"))
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -85,13 +85,16 @@ print(json.dumps({{"growth": rss() - before, "estimate": estimate.total_bytes + 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RSS from /proc")
 @pytest.mark.parametrize(("env_id", "kwargs", "sizes"), [
-    ("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000)),
+    # The fast set keeps the flagship on each backend; the other configurations are slow.
+    pytest.param("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000),
+                 marks=pytest.mark.slow),
     ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "num_threads": 1}, (500, 6000)),
-    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric", "num_threads": 1},
-     (500, 6000)),
-    ("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (500, 6000)),
+    pytest.param("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric",
+                                    "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
     ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024)),
-    ("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024)),
+    pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
+                 marks=pytest.mark.slow),
 ])
 def test_estimate_bounds_the_measured_growth(env_id, kwargs, sizes):
     """Per env: the growth between two sizes (fixed costs such as compiled tools and captured graphs

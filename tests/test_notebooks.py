@@ -31,7 +31,8 @@ def test_notebook_is_stored_without_outputs(path):
     assert not dirty, f"{path.name}: code cells {dirty} have outputs; run python scripts/strip_notebooks.py"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name == "training.ipynb" else p
+                                  for p in NOTEBOOKS], ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes(path, monkeypatch, tmp_path):
     # The kernel runs in the notebook's folder; give it the repository (absolute) on its path.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))

@@ -145,7 +145,7 @@ def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
     assert all(torch.isfinite(t).all() for t in ckpt["agent"].values())
 
 
-@pytest.mark.parametrize("backend", ["cpu", "warp"])
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("warp", marks=pytest.mark.slow)])
 def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path, backend):
     """On "warp" (warp's CPU device) the task and its curriculum run in torch: the reducer gets
     tensors and all-reduces them without reading them back."""

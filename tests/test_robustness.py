@@ -8,11 +8,9 @@ id arithmetic done by hand, and a spy on the backend's close().
 from __future__ import annotations
 
 import copy
-import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 
 import gymnasium as gym
@@ -24,6 +22,7 @@ import mjvec
 from mjvec.errors import ActionError, ActionTypeError, ConcurrentUseError, ConfigError
 from mjvec.randomization import EventTerm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from tests.subprocesses import checkout_env
 from tests.toy_env import ToyPendulumEnv, policy
 
 SMALL = {"num_tools": 3, "randomization": None, "num_threads": 1}
@@ -269,9 +268,8 @@ def test_headless_rendering_without_mujoco_gl_says_to_set_it():
         "except mjvec.RenderError as error:\n"
         "    print('RenderError:', error)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY",
-                                                            "WAYLAND_DISPLAY")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
-                         cwd=tempfile.gettempdir())
+    env = {k: v for k, v in checkout_env().items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM", "DISPLAY",
+                                                                "WAYLAND_DISPLAY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert re.search(r"RenderError: could not create an OpenGL renderer .*set MUJOCO_GL=egl \(GPU\) or "
                      r"MUJOCO_GL=osmesa \(CPU, needs libosmesa6\)", out.stdout), out.stdout + out.stderr

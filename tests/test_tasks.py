@@ -18,6 +18,7 @@ from mjvec.envs.tasks import TaskOptions, register_task, unregister_task
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.randomization import EventTerm
 from tests import third_task
+from tests.subprocesses import checkout_env
 from tests.third_task import ENV_ID, FRAME_SKIP, PoleBalanceEnv, pole_spec
 
 third_task.register()
@@ -190,11 +191,9 @@ def test_each_variant_is_built_and_compiled_once_per_make_vec() -> None:
 def test_the_cli_runs_a_task_registered_by_another_module_by_module_and_id() -> None:
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
     run = lambda *args: subprocess.run([sys.executable, "-m", "mjvec", *args], capture_output=True,  # noqa: E731
-                                       text=True, cwd=root, timeout=120)
+                                       text=True, env=checkout_env(), timeout=120)
     ok = run("info", f"tests.third_task:{ENV_ID}")
     assert ok.returncode == 0 and ok.stdout.startswith(ENV_ID), ok.stderr[-2000:]
     unknown = run("info", ENV_ID)  # this process never imported tests.third_task

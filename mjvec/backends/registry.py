@@ -19,7 +19,7 @@ from typing import Any
 
 from mjvec.backends.base import Scene
 from mjvec.backends.determinism import check_deterministic
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, allowed, install_hint
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def backend_status() -> dict[str, str]:
         else:
             missing = [dist for dist in _extra_packages(requires, name) if not _installed(dist)]
             status[name] = "available" if not missing else (
-                f"missing {', '.join(missing)} (fix: pip install -e '.[{name}]' in the mjvec checkout)"
+                f"missing {', '.join(missing)} (fix: {install_hint(name)})"
             )
     return status
 

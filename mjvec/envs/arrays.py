@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.errors import ActionError, ActionTypeError, ConfigError, InstallError, allowed
+from mjvec.errors import ActionError, ActionTypeError, ConfigError, InstallError, allowed, install_hint
 
 ARRAY_BACKENDS = ("numpy", "torch")
 
@@ -25,7 +25,7 @@ def import_torch() -> Any:
     except ImportError as error:
         raise InstallError(
             f"array_backend='torch' needs PyTorch, which is not importable ({error}); "
-            "fix: pip install -e '.[train]' in the mjvec checkout (or pip install torch)"
+            f"fix: {install_hint('train')}"
         ) from error
     return torch
 

@@ -14,9 +14,11 @@ libosmesa6) before importing mjvec. mjvec never sets it for you.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import math
 import os
+import weakref
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -31,6 +33,17 @@ from mjvec.errors import ClosedError, ConfigError, RenderError
 # Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then
 # fails with "Offscreen framebuffer is not complete"), so they are refused at construction.
 MAX_RENDER_SIDE = 4096
+
+# Renderers not closed yet. A script that exits without env.close() would leave mujoco.Renderer's
+# __del__ to free the GL context during interpreter teardown, when OSMesa's ctypes bindings are
+# already gone ("Exception ignored in Renderer.__del__" and a traceback): close them at exit instead.
+_OPEN: weakref.WeakSet[VariantRenderer] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_renderers() -> None:
+    for renderer in list(_OPEN):
+        renderer.close()
 
 
 class VariantRenderer:
@@ -61,6 +74,7 @@ class VariantRenderer:
         self._mocap = backend.model.nmocap > 0
         self._closed = False
         self.num_renders = 0  # frames drawn so far (for tests and profiling)
+        _OPEN.add(self)
 
     def _scratch(self, env_id: int) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
         """The scratch model, data and renderer of env `env_id`'s template, with env_id's model in it."""
@@ -123,6 +137,7 @@ class VariantRenderer:
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         for _, _, renderer in self._cache.values():
             renderer.close()
         self._cache.clear()

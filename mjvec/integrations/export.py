@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from mjvec.errors import ConfigError, InstallError
+from mjvec.errors import ConfigError, InstallError, install_hint
 from mjvec.integrations.policies import METADATA_KEY, Policy
 
 __all__ = ["export_policy"]
@@ -33,7 +33,7 @@ def export_policy(policy: Policy, prefix: str | Path) -> tuple[Path, Path]:
     try:
         import onnx
     except ImportError as error:
-        raise InstallError(f"ONNX export needs onnx and onnxscript ({error}); pip install -e '.[export]'") from error
+        raise InstallError(f"ONNX export needs onnx and onnxscript ({error}); fix: {install_hint('export')}") from error
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     actor = policy.actor.eval().cpu()

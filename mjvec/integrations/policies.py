@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from mjvec.envs.arrays import to_numpy
-from mjvec.errors import ConfigError, InstallError, allowed
+from mjvec.errors import ConfigError, InstallError, allowed, install_hint
 
 __all__ = ["KINDS", "Actor", "Policy", "find_vecnormalize", "load_policy"]
 
@@ -229,8 +229,8 @@ def _load_sb3(path: Path) -> Policy:
     try:
         from stable_baselines3 import A2C, PPO
     except ImportError as error:
-        raise InstallError(f"loading an SB3 checkpoint needs stable-baselines3 ({error}); pip install -e '.[train]'") \
-            from error
+        raise InstallError(
+            f"loading an SB3 checkpoint needs stable-baselines3 ({error}); fix: {install_hint('train')}") from error
     try:
         model = PPO.load(path, device="cpu")
     except Exception:  # an A2C zip lacks PPO's parameters; a foreign file fails inside SB3 with any type
@@ -291,8 +291,8 @@ def _load_onnx(path: Path) -> Policy:
     try:
         import onnxruntime as ort
     except ImportError as error:
-        raise InstallError(f"running an ONNX policy needs onnxruntime ({error}); pip install -e '.[export]'") \
-            from error
+        raise InstallError(
+            f"running an ONNX policy needs onnxruntime ({error}); fix: {install_hint('export')}") from error
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     meta = json.loads(session.get_modelmeta().custom_metadata_map.get(METADATA_KEY, "null") or "null")
     if not isinstance(meta, dict):

@@ -40,7 +40,7 @@ import gymnasium as gym
 import torch
 from gymnasium.vector import VectorEnv
 
-from mjvec.errors import ConfigError, InstallError
+from mjvec.errors import ConfigError, InstallError, install_hint
 from mjvec.integrations._torch_env import EpisodeLog, as_tensor, check_same_step_env, output_device
 
 try:
@@ -49,8 +49,8 @@ try:
     from rl_games.common.ivecenv import IVecEnv
 except ImportError as _error:
     raise InstallError(
-        f"mjvec.integrations.rl_games needs rl-games, which is not importable ({_error}); fix: "
-        "bash scripts/setup_rl_games.sh (rl-games pins psutil<6, so it gets its own .venv-rl-games)"
+        f"mjvec.integrations.rl_games needs rl-games, which is not importable ({_error}); "
+        f"fix: {install_hint('rl_games')}"
     ) from _error
 
 __all__ = ["MjvecAlgoObserver", "RlGamesVecEnv", "make_rl_games_env", "register_rl_games"]

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from gymnasium.vector import VectorEnv
 
-from mjvec.errors import ConfigError, InstallError
+from mjvec.errors import ConfigError, InstallError, install_hint
 from mjvec.integrations._torch_env import (
     EpisodeLog,
     as_tensor,
@@ -61,7 +61,7 @@ try:
 except ImportError as _error:
     raise InstallError(
         f"mjvec.integrations.rsl_rl needs rsl-rl-lib, which is not importable ({_error}); "
-        "fix: pip install -e '.[train]' in the mjvec checkout"
+        f"fix: {install_hint('train')}"
     ) from _error
 
 __all__ = ["RslRlVecEnv", "save_run_config"]

@@ -47,7 +47,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.envs.arrays import to_numpy
-from mjvec.errors import ConfigError, InstallError
+from mjvec.errors import ConfigError, InstallError, install_hint
 from mjvec.integrations._checks import require_same_step_box_env
 
 try:
@@ -56,7 +56,7 @@ try:
 except ImportError as _error:
     raise InstallError(
         f"mjvec.integrations.sb3 needs stable-baselines3, which is not importable ({_error}); "
-        "fix: pip install -e '.[train]' in the mjvec checkout"
+        f"fix: {install_hint('train')}"
     ) from _error
 
 __all__ = ["SB3VecEnv"]

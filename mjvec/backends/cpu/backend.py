@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 
 import mujoco
 import mujoco.batch as mjb
+import numpy as np
 
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu.engine import CpuEngine
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, PerformanceWarning
 
 
 def default_num_threads() -> int:
@@ -31,6 +33,20 @@ def default_num_threads() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _warn_if_oversubscribed(threads: int) -> None:
+    """A PerformanceWarning (a UserWarning, which Python shows once per message by default) when
+    more threads are asked for than the cores this process may run on: the batch still steps
+    bit-exactly, but its threads take turns on the cores and a step takes longer."""
+    cores = default_num_threads()
+    if threads > cores:
+        warnings.warn(
+            f"num_threads={threads} is more than the {cores} CPU cores this process may use "
+            f"(os.sched_getaffinity): the extra threads share cores and the envs step slower; "
+            f"pass num_threads={cores} or leave it None (the core count)",
+            PerformanceWarning, stacklevel=3,
+        )
 
 
 def _return_freed_memory() -> None:
@@ -72,8 +88,10 @@ class CpuBackend(GroupedBackend):
     ) -> None:
         check_deterministic(deterministic)
         threads = default_num_threads() if num_threads is None else num_threads
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
             raise ConfigError(f"num_threads must be an int >= 1 or None, got {num_threads!r}")
+        threads = int(threads)
+        _warn_if_oversubscribed(threads)
         stage = int(mujoco.mjtStage.mjSTAGE_ACC if forward_after_step else mujoco.mjtStage.mjSTAGE_NONE)
         super().__init__(scene, CpuEngine(threads, stage, scene.rne_post_constraint), progress=progress)
         _return_freed_memory()

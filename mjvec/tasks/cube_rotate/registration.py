@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from mjvec.envs.options import is_int
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
 from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
@@ -46,12 +47,12 @@ class CubeRotateOptions(TaskOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.num_cubes, bool) or not isinstance(self.num_cubes, int) or \
-                not 1 <= self.num_cubes <= MAX_CUBES:
+        if not is_int(self.num_cubes) or not 1 <= self.num_cubes <= MAX_CUBES:
             raise ConfigError(
                 f"num_cubes must be an int in [1, {MAX_CUBES}] (the catalog has {MAX_CUBES} cubes), "
                 f"got {self.num_cubes!r}"
             )
+        object.__setattr__(self, "num_cubes", int(self.num_cubes))
         if self.config is not None and not isinstance(self.config, CubeRotateConfig):
             raise ConfigError(f"config must be a CubeRotateConfig or None, got {type(self.config).__name__}")
 
