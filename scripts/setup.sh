@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 EXTRA=${1:-}
 PY=${PYTHON:-python3.11}
+TORCH_CPU_INDEX=${MJVEC_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 if [ ! -x .venv/bin/python ]; then
   echo "setup.sh: creating .venv with $("$PY" --version 2>&1)" >&2
@@ -23,9 +24,11 @@ STATE="$(cat pyproject.toml constraints/cpu.txt | sha256sum | cut -d' ' -f1) $PW
 installed() {
   [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STATE" ] || { echo "pyproject.toml or constraints changed"; return 1; }
   .venv/bin/python - "$EXTRA" "$PWD" <<'PY'
-import importlib.metadata as md, json, sys
+import importlib.metadata as md, json, os, sys
 from pip._vendor.packaging.requirements import Requirement
 extra, root = sys.argv[1], sys.argv[2]
+# The checkout's own mjvec.egg-info (left by the editable build) is not the installed distribution.
+sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != root]
 try:
     url = json.loads(md.distribution("mjvec").read_text("direct_url.json") or "{}")
 except md.PackageNotFoundError:
@@ -60,7 +63,14 @@ else
     .venv/bin/python -m pip install -q -c constraints/cpu.txt -e . "pillow>=10"
   else
     echo "setup.sh: installing mjvec (editable) with the [$EXTRA] extra" >&2
-    .venv/bin/python -m pip install -q -c constraints/cpu.txt -e ".[$EXTRA]"
+    # PyPI's Linux torch wheel is the multi-GB CUDA build; PyTorch's CPU index has the same version
+    # as +cpu, which pip prefers when it can reach that index (a machine whose pip already finds a
+    # CPU wheel, as a local wheel folder, needs nothing more).
+    TORCH_CPU=()
+    if command -v curl >/dev/null 2>&1 && curl -fsS -m 5 -o /dev/null "$TORCH_CPU_INDEX/torch/" 2>/dev/null; then
+      TORCH_CPU=(--extra-index-url "$TORCH_CPU_INDEX")
+    fi
+    .venv/bin/python -m pip install -q -c constraints/cpu.txt "${TORCH_CPU[@]}" -e ".[$EXTRA]"
   fi
   echo "$STATE" > "$STAMP"
 fi

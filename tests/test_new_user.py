@@ -149,3 +149,96 @@ def test_a_session_that_leaves_a_mujoco_log_behind_fails_and_names_sb3_folders(t
     assert f"LEFT BEHIND: {tmp_path / 'MUJOCO_LOG.TXT'} was written" in out.stdout
     assert made and f"note: SB3 log folders appeared in {Path(made.group(1)).parent}" in out.stdout
     assert Path(made.group(1)).name in out.stdout.split("note:")[1]
+
+
+RENDER_WITHOUT_CLOSE = """
+import gymnasium as gym
+import mjvec
+env = gym.make_vec("CubeRotate-v0", num_envs=2, render_mode="rgb_array", num_threads=1)
+env.reset(seed=0)
+grid = env.unwrapped.render_grid([0, 1])
+frame = env.render()[1]
+print(grid.shape, frame.shape, int(frame.max()) > 0)
+"""
+
+
+def test_a_script_that_renders_and_exits_without_close_exits_silently() -> None:
+    """No "Exception ignored in Renderer.__del__" traceback at interpreter exit (OSMesa's bindings are
+    torn down before the renderer's __del__ runs): the open renderers are closed at exit."""
+    out = subprocess.run([sys.executable, "-c", RENDER_WITHOUT_CLOSE], capture_output=True, text=True, timeout=120,
+                         env=checkout_env(MUJOCO_GL="osmesa", PYOPENGL_PLATFORM="osmesa"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "(240, 640, 3) (240, 320, 3) True"
+    # stderr holds the compile progress bar (tqdm, redrawn with \r, cleared at its end) and nothing else.
+    rest = [line for line in out.stderr.replace("\r", "\n").splitlines()
+            if line.strip() and not line.startswith("compiling CubeRotate-v0 variants:")]
+    assert rest == [], out.stderr
+
+
+PIP_SHIM = """#!/bin/sh
+# .venv/bin/python of the test: pip calls are recorded, not run; everything else is Python.
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "$*" >> "$PIP_LOG"; exit 0; fi
+exec "$(dirname "$0")/python3" "$@"
+"""
+
+
+def _fake_checkout(tmp: Path) -> Path:
+    """A checkout (pyproject, constraints, setup.sh) whose .venv sees this environment's packages (a
+    .pth file) and holds an mjvec dist-info editable from the checkout, as `pip install -e` leaves."""
+    import shutil
+    import sysconfig
+    from importlib import metadata
+
+    root = tmp / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("pyproject.toml", "constraints/cpu.txt", "scripts/setup.sh"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, root / name)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / ".venv")], check=True)
+    site = root / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    (site / "env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    info = site / "mjvec-0.1.0.dist-info"
+    info.mkdir()
+    installed = next(metadata.distributions(name="mjvec", path=[sysconfig.get_paths()["purelib"]]))
+    (info / "METADATA").write_text(installed.read_text("METADATA"))
+    (info / "direct_url.json").write_text(f'{{"dir_info": {{"editable": true}}, "url": "file://{root}"}}')
+    (root / "mjvec.egg-info").mkdir()  # what the editable build leaves in the checkout: not the install
+    (root / "mjvec.egg-info" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: mjvec\nVersion: 0.1.0\n")
+    python = root / ".venv" / "bin" / "python"
+    python.unlink()
+    python.write_text(PIP_SHIM)
+    python.chmod(0o755)
+    return root
+
+
+def test_setup_sh_run_again_only_checks(tmp_path: Path) -> None:
+    """scripts/setup.sh dev: installs where nothing was stamped (a fresh clone's .venv), then only
+    checks (no pip at all: no editable rebuild, no setuptools banner) until pyproject.toml changes or
+    mjvec is no longer editable from this checkout. Oracle: the pip calls themselves."""
+    root = _fake_checkout(tmp_path)
+    log = tmp_path / "pip.log"
+
+    def setup() -> tuple[list[str], str]:
+        log.unlink(missing_ok=True)
+        out = subprocess.run(["bash", "scripts/setup.sh", "dev"], cwd=root, capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "PIP_LOG": str(log), "MJVEC_NO_APT": "1",
+                                                  "MJVEC_TORCH_CPU_INDEX": f"file://{tmp_path}/no-index"})
+        assert out.returncode == 0, out.stderr
+        return (log.read_text().splitlines() if log.exists() else []), out.stderr
+
+    install = ["-m pip install -q --upgrade pip", "-m pip install -q -c constraints/cpu.txt -e .[dev]"]
+    calls, _ = setup()
+    assert calls == install  # nothing stamped yet: install
+    calls, err = setup()
+    assert calls == [] and "setup.sh: .venv is up to date (mjvec editable from this checkout, the [dev] extra); " \
+        "nothing to install" in err, err
+    with (root / "pyproject.toml").open("a") as f:
+        f.write("\n# changed\n")
+    calls, err = setup()
+    assert calls == install and "reinstalling: pyproject.toml or constraints changed" in err, err
+    assert setup()[0] == []
+    url = root / ".venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / \
+        "mjvec-0.1.0.dist-info" / "direct_url.json"
+    url.write_text('{"dir_info": {"editable": true}, "url": "file:///elsewhere"}')
+    calls, err = setup()
+    assert calls == install and f"mjvec is installed from file:///elsewhere, not editable from {root}" in err, err
