@@ -122,7 +122,8 @@ class Task:
         takes_device = backend_entry(opts.backend).default_device is not None
         host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
         device = opts.device if takes_device else None
-        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device)
+        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device, nconmax=opts.nconmax,
+                              njmax=opts.njmax)
         num_variants, make_variant = self.variants(opts)
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
@@ -133,7 +134,8 @@ class Task:
                       env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = make_backend(opts.backend, scene, num_threads=opts.num_threads, device=device,
-                               state_namespace="numpy" if host else None, deterministic=opts.deterministic)
+                               state_namespace="numpy" if host else None, deterministic=opts.deterministic,
+                               nconmax=opts.nconmax, njmax=opts.njmax)
         try:
             env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
         except Exception:
@@ -175,7 +177,8 @@ class Task:
         takes_device = backend_entry(opts.backend).default_device is not None
         needs = self.env_class.memory_needs(opts)
         backend = estimate_backend_memory(opts.backend, model, needs.bound_fields,
-                                          device=opts.device if takes_device else None)
+                                          device=opts.device if takes_device else None, nconmax=opts.nconmax,
+                                          njmax=opts.njmax)
         on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
         return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
                                       task_on_device=on_device)
