@@ -153,9 +153,11 @@ class Task:
             raise
 
     def make_single(self, **kwargs: Any) -> gym.Env:
-        """The single-env entry point: env 0 of a one-env vector env, autoreset disabled."""
+        """The single-env entry point: env 0 of a one-env vector env, autoreset disabled. Refused
+        inside ``gym.make_vec(..., vectorization_mode="async")`` (`refuse_async_make_vec`)."""
         from mjvec.envs.single import SingleEnv
 
+        refuse_async_make_vec(self.env_id)
         for name, fixed in (("num_envs", 1), ("autoreset_mode", "disabled"), ("array_backend", "numpy")):
             if name in kwargs and kwargs[name] != fixed:
                 raise ConfigError(
@@ -182,6 +184,33 @@ class Task:
         on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
         return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
                                       task_on_device=on_device)
+
+
+def refuse_async_make_vec(env_id: str) -> None:
+    """ConfigError if this single env is being built by ``gym.make_vec(env_id, vectorization_mode="async")``.
+
+    Gymnasium's make_vec takes the mode itself and never passes it to an entry point, so the single
+    env's entry point looks for make_vec's frame on the call stack: AsyncVectorEnv builds its first
+    env in this process (to read the spaces) before it starts any worker, so nothing has started.
+    A single env in an AsyncVectorEnv built by hand is left alone (the user asked for processes)."""
+    import sys
+
+    from gymnasium.envs.registration import VectorizeMode
+    from gymnasium.envs.registration import make_vec as gym_make_vec
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not gym_make_vec.__code__:
+        frame = frame.f_back
+    if frame is None or frame.f_locals.get("vectorization_mode") is not VectorizeMode.ASYNC:
+        return
+    raise ConfigError(
+        f"gym.make_vec({env_id!r}, vectorization_mode='async') would run one process per env, each a one-env "
+        "mjvec batch: the opposite of what mjvec is for. An mjvec id builds ONE batched env of num_envs "
+        "simulations in this process (stepped in parallel by the backend: num_threads on cpu, the device on "
+        "warp): use vectorization_mode='vector_entry_point' (the default for mjvec ids: leave it out). "
+        "vectorization_mode='sync' gives Gymnasium's SyncVectorEnv of num_envs one-env batches stepped one "
+        "after another (for comparisons only). More processes: shard with env_id_offset, one make_vec each"
+    )
 
 
 def wrapper_bytes_per_env(env: Any) -> int:
