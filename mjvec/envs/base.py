@@ -468,10 +468,11 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         """Count the step, call `_evaluate` and apply the base's rules to inactive and failed rows and
         to the time limit."""
         self._episode_steps += self.xp.astype(active, self.xp.int64)
-        reward, term, trunc, task_info = self._evaluate(active)
+        result = self._evaluate(active)
         if not self._checked_info:
-            check_task_step(reward, term, trunc, task_info, self.num_envs, type(self).__name__)
+            check_task_step(result, self.num_envs, type(self).__name__)
             self._checked_info = True
+        reward, term, trunc, task_info = result
         self._task_info = task_info
         xp = self.xp
         rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)

@@ -33,6 +33,7 @@ for a numpy-only one); ``randomization`` is None / ``"none"``, one of the task's
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
@@ -51,6 +52,8 @@ from mjvec.errors import ConfigError, UnknownOptionError, allowed
 from mjvec.randomization import apply_randomization
 
 Preset = Callable[[VectorEnv], VectorEnv]
+# gym.make_vec's own parameters: an options field of one of these names would never be set.
+MAKE_VEC_ARGUMENTS = frozenset({"id", "num_envs", "vectorization_mode", "vector_kwargs", "wrappers"})
 Variants = tuple[int, Callable[[int], mujoco.MjSpec]]
 
 
@@ -78,6 +81,19 @@ class Task:
 
     def __reduce__(self) -> tuple[Callable[[str], Task], tuple[str]]:
         return get_task, (self.env_id,)
+
+    def checked_variants(self, opts: TaskOptions) -> Variants:
+        """``variants(opts)``, checked: (num_variants >= 1, make_variant), make_variant wrapped so that
+        every variant it builds is checked to be an MjSpec (not, e.g., an already compiled MjModel)."""
+        result = self.variants(opts)
+        count, make = result if isinstance(result, tuple) and len(result) == 2 else (None, None)
+        what = f"num_variants={count!r}" if not (is_int(count) and count >= 1) else f"make_variant={make!r}"
+        if count is None or not (is_int(count) and count >= 1) or not callable(make):
+            raise ConfigError(
+                f"{self.env_id}: variants(opts) must return (num_variants, make_variant): an int >= 1 and a callable "
+                f"v -> MjSpec; {what if count is not None else f'got {result!r}'}"
+            )
+        return int(count), functools.partial(_checked_variant, self.env_id, make)
 
     def parse_options(self, kwargs: Mapping[str, Any]) -> TaskOptions:
         """The task's options from keyword arguments; unknown names raise `UnknownOptionError`
@@ -124,7 +140,7 @@ class Task:
         device = opts.device if takes_device else None
         check_backend_options(opts.backend, num_threads=opts.num_threads, device=device, nconmax=opts.nconmax,
                               njmax=opts.njmax)
-        num_variants, make_variant = self.variants(opts)
+        num_variants, make_variant = self.checked_variants(opts)
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
@@ -174,7 +190,7 @@ class Task:
         bytes (its estimator, `mjvec.backends.registry.estimate_backend_memory`) and what the env class
         declares (`MjVecEnv.memory_needs`)."""
         if model is None:
-            num_variants, make_variant = self.variants(opts)
+            num_variants, make_variant = self.checked_variants(opts)
             model = make_variant(opts.env_id_offset % num_variants).compile()
         takes_device = backend_entry(opts.backend).default_device is not None
         needs = self.env_class.memory_needs(opts)
@@ -184,6 +200,17 @@ class Task:
         on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
         return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
                                       task_on_device=on_device)
+
+
+def _checked_variant(env_id: str, make_variant: Callable[[int], Any], v: int) -> mujoco.MjSpec:
+    spec = make_variant(v)
+    if not isinstance(spec, mujoco.MjSpec):
+        hint = " (a compiled model: leave out .compile())" if isinstance(spec, mujoco.MjModel) else ""
+        raise ConfigError(
+            f"{env_id}: make_variant({v}) returned a {type(spec).__name__}; it must return a fresh mujoco.MjSpec "
+            f"of variant {v}, which mjvec compiles itself{hint}"
+        )
+    return spec
 
 
 def refuse_async_make_vec(env_id: str) -> None:
@@ -285,6 +312,18 @@ def register_task(
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")
+    if isinstance(namespaces, (str, bytes)):
+        raise ConfigError(
+            f"register_task({env_id!r}): namespaces must be a sequence of names, ('numpy',) or ('numpy', 'torch'), "
+            f"not the str {namespaces!r}; write namespaces=({namespaces!r},)"
+        )
+    shadowed = sorted({f.name for f in fields(options)} & MAKE_VEC_ARGUMENTS)
+    if shadowed:
+        raise ConfigError(
+            f"register_task({env_id!r}): options field {shadowed[0]!r} of {options.__name__} is an argument of "
+            "gym.make_vec itself, so it would never reach the options (make_vec keeps it); rename it (e.g. "
+            f"{shadowed[0] + '_' + 'task'!r}). make_vec's own arguments are {allowed(MAKE_VEC_ARGUMENTS)}"
+        )
     namespaces = tuple(namespaces)
     if "numpy" not in namespaces or not set(namespaces) <= {"numpy", "torch"}:
         raise ConfigError(
