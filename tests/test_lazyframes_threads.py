@@ -40,11 +40,12 @@ CHILD = textwrap.dedent(
         env.reset(seed=trial)
         alone = [np.array(f) for f in env.render()]  # the oracle: each frame drawn with nothing else running
         frames = env.render()
-        drawn, grids = [0], [0]
+        drawn, grids, done = [0], [0], threading.Event()
 
         def draw():
-            for k in range(60):
-                i = k % 6
+            k, deadline = 0, time.monotonic() + 60
+            while not done.is_set() and time.monotonic() < deadline:
+                i, k = k % 6, k + 1
                 try:
                     frame = frames[i]
                 except ConcurrentUseError:
@@ -58,11 +59,13 @@ CHILD = textwrap.dedent(
                 assert np.array_equal(frame, alone[i]), i
                 counts["drawn"] += 1
                 drawn[0] += 1
+                time.sleep(0.0005)  # a gap, so that the other thread's calls get through too
 
         def interfere():
+            deadline = time.monotonic() + 60
             while other == "close" and drawn[0] < 3:
                 time.sleep(0.001)  # close once the drawing thread is busy drawing
-            for _ in range(2000):
+            while time.monotonic() < deadline:
                 try:
                     if other == "close":
                         env.close()
@@ -72,6 +75,7 @@ CHILD = textwrap.dedent(
                     counts["other_done"] += 1
                     grids[0] += 1
                     if grids[0] == 8:
+                        done.set()
                         return
                 except ConcurrentUseError:
                     counts["other_refused"] += 1
