@@ -29,6 +29,7 @@ class BackendEntry:
     threads: whether `num_threads` applies (a CPU thread pool).
     default_device: where state lives when no device is given; None if the backend takes no
         device (its state is always on the host).
+    buffer_sizes: whether it takes ``nconmax``/``njmax`` (fixed-size contact and constraint buffers).
     """
 
     name: str
@@ -37,13 +38,14 @@ class BackendEntry:
     threads: bool
     default_device: str | None
     memory: str  # "module:function" of its per-env memory estimator (`mjvec.backends.memory`)
+    buffer_sizes: bool = False
 
 
 BACKENDS: dict[str, BackendEntry] = {
     "cpu": BackendEntry("cpu", "mjvec.backends.cpu", "CpuBackend", threads=True, default_device=None,
                         memory="mjvec.backends.memory:cpu_bytes_per_env"),
     "warp": BackendEntry("warp", "mjvec.backends.warp", "WarpBackend", threads=False, default_device="cuda:0",
-                         memory="mjvec.backends.warp.memory:warp_bytes_per_env"),
+                         memory="mjvec.backends.warp.memory:warp_bytes_per_env", buffer_sizes=True),
 }
 
 
@@ -56,7 +58,8 @@ def backend_entry(name: Any) -> BackendEntry:
 
 
 def check_backend_options(name: str, *, num_threads: int | None = None, device: str | None = None,
-                          state_namespace: str | None = None) -> BackendEntry:
+                          state_namespace: str | None = None, nconmax: int | None = None,
+                          njmax: int | None = None) -> BackendEntry:
     """The entry of backend `name` after checking that it takes these options and ships with this
     build (what `make_backend` checks first; a caller that estimates memory checks it before that)."""
     entry = backend_entry(name)
@@ -67,6 +70,11 @@ def check_backend_options(name: str, *, num_threads: int | None = None, device: 
             f"backend={name!r} keeps its state on the host and takes no device (got device={device!r}); "
             f"device backends are {_with_device()}"
         )
+    if (nconmax is not None or njmax is not None) and not entry.buffer_sizes:
+        raise ConfigError(
+            f"nconmax/njmax (got nconmax={nconmax!r}, njmax={njmax!r}) size the fixed contact and constraint "
+            f"buffers of {_buffered()}; backend={name!r} grows its buffers as needed: drop them"
+        )
     if state_namespace not in (None, "numpy"):
         raise ConfigError(f"state_namespace must be None or 'numpy', got {state_namespace!r}")
     if importlib.util.find_spec(entry.module) is None:
@@ -75,15 +83,17 @@ def check_backend_options(name: str, *, num_threads: int | None = None, device: 
 
 
 def estimate_backend_memory(name: str, model: Any, bound_fields: tuple[str, ...] = (), *,
-                            device: str | None = None) -> Any:
+                            device: str | None = None, nconmax: int | None = None,
+                            njmax: int | None = None) -> Any:
     """The `mjvec.backends.memory.BackendMemory` per env of backend `name` over compiled `model`,
     before anything is allocated (the Warp estimator builds one- and two-world probes on `device`)."""
-    entry = check_backend_options(name, device=device)
+    entry = check_backend_options(name, device=device, nconmax=nconmax, njmax=njmax)
     module, function = entry.memory.split(":")
     estimator = getattr(importlib.import_module(module), function)
     if entry.default_device is None:
         return estimator(model, bound_fields)
-    return estimator(model, bound_fields, device=device or entry.default_device)
+    sizes = {"nconmax": nconmax, "njmax": njmax} if entry.buffer_sizes else {}
+    return estimator(model, bound_fields, device=device or entry.default_device, **sizes)
 
 
 def make_backend(
@@ -95,11 +105,15 @@ def make_backend(
     state_namespace: str | None = None,
     progress: bool = True,
     deterministic: bool = False,
+    nconmax: int | None = None,
+    njmax: int | None = None,
 ) -> Any:
     """The backend `name` over `scene`.
 
     num_threads: thread-pool size of a threaded backend (None: its default); refused elsewhere.
     device: where state lives (None: the backend's default device).
+    nconmax, njmax: buffer sizes per world of a backend with fixed buffers (`BackendEntry.buffer_sizes`);
+        None: its default. Refused elsewhere.
     deterministic: ask the engine for run-to-run bit-identical results (every backend takes it;
         `capabilities.determinism` says what the built backend keeps).
     state_namespace: "numpy" to get numpy state views whatever the backend keeps (`HostViews`:
@@ -107,7 +121,8 @@ def make_backend(
     Raises ConfigError for an unknown name, an option the backend does not take, or a backend
     whose extra is not installed.
     """
-    entry = check_backend_options(name, num_threads=num_threads, device=device, state_namespace=state_namespace)
+    entry = check_backend_options(name, num_threads=num_threads, device=device, state_namespace=state_namespace,
+                                  nconmax=nconmax, njmax=njmax)
     deterministic = check_deterministic(deterministic)
     cls = getattr(importlib.import_module(entry.module), entry.cls)
     kwargs: dict[str, Any] = {"progress": progress, "deterministic": deterministic}
@@ -115,6 +130,8 @@ def make_backend(
         kwargs["num_threads"] = num_threads
     if entry.default_device is not None:
         kwargs["device"] = entry.default_device if device is None else device
+    if entry.buffer_sizes:
+        kwargs.update(nconmax=nconmax, njmax=njmax)
     backend = cls(scene, **kwargs)
     if state_namespace == "numpy" and backend.capabilities.array_namespace != "numpy":
         from mjvec.backends.host import HostViews
@@ -173,3 +190,7 @@ def _with_device() -> str:
 
 def _threaded() -> str:
     return ", ".join(repr(n) for n, e in BACKENDS.items() if e.threads)
+
+
+def _buffered() -> str:
+    return allowed(name for name, entry in BACKENDS.items() if entry.buffer_sizes)

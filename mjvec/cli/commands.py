@@ -224,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the checkpoint's algorithm")
     p.add_argument("--vecnormalize", default=None,
                    help="VecNormalize .pkl (found beside the checkpoint if not given); runs code from the file")
+    p.add_argument("--nconmax", type=_int_at_least(1), default=None,
+                   help="contacts per world of a fixed-buffer backend (warp); raise it after a buffer overflow")
+    p.add_argument("--njmax", type=_int_at_least(1), default=None,
+                   help="constraint rows per world of a fixed-buffer backend (warp); raise it after an overflow")
     p.add_argument("--grid", default=None, help="PNG of the last state of the first --grid-envs envs")
     p.add_argument("--gif", default=None, help="GIF of the first --grid-envs envs")
     p.add_argument("--grid-envs", type=_int_at_least(1), default=4, help="envs drawn in the grid and GIF")

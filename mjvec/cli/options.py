@@ -18,6 +18,7 @@ FIXED_OPTIONS = {
         "render_mode": "rollout renders when --grid or --gif is given",
         "autoreset_mode": "rollout runs with autoreset_mode='same_step'",
         "record_episode_statistics": "rollout records episode statistics itself",
+        "nconmax": "use --nconmax", "njmax": "use --njmax",
     },
     "eval": {"num_envs": "use --num-envs", "env_id_offset": "use --env-id-offset",
              "render_mode": "eval renders when --grid or --gif is given", "render_size": "use --render-size H W",

@@ -97,11 +97,24 @@ def check_output_path(path: str, flag: str) -> None:
         target.unlink()
 
 
+def written(path: str, flag: str, write: Callable[[], Path]) -> Path:
+    """``write()``, an OSError on the way (a disk that filled up during the rollout, a folder removed
+    or made read-only meanwhile) turned into a ConfigError naming `flag`, the path and the reason."""
+    try:
+        return write()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ConfigError(
+            f"{flag} {path!r} could not be written ({reason}); free space or choose another path"
+        ) from error
+
+
 def rollout(args: argparse.Namespace) -> dict[str, Any]:
     """Run a random or checkpoint policy; write the grid PNG / GIF; return a summary."""
     from mjvec.integrations.video import write_gif, write_png
 
     options = parse_options(args.option, "rollout")
+    options.update({name: getattr(args, name) for name in ("nconmax", "njmax") if getattr(args, name) is not None})
     args.env_id = resolve_env_id(args.env_id)
     for flag, path in (("--grid", args.grid), ("--gif", args.gif)):
         if path is not None:
@@ -118,10 +131,12 @@ def rollout(args: argparse.Namespace) -> dict[str, Any]:
         frames = _run(env, policy, args, summary)
         ids = np.arange(min(args.grid_envs, args.num_envs))
         if args.grid:
-            summary["grid"] = str(write_png(args.grid, env.unwrapped.render_grid(ids)))
+            grid = env.unwrapped.render_grid(ids)
+            summary["grid"] = str(written(args.grid, "--grid", lambda: write_png(args.grid, grid)))
         if args.gif:
             print(f"writing {args.gif} ({len(frames)} frames)", file=sys.stderr, flush=True)
-            summary["gif"] = str(write_gif(args.gif, frames, fps=env.metadata["render_fps"] / args.frame_every))
+            fps = env.metadata["render_fps"] / args.frame_every
+            summary["gif"] = str(written(args.gif, "--gif", lambda: write_gif(args.gif, frames, fps=fps)))
             summary["gif_frames"] = len(frames)
     finally:
         env.close()

@@ -282,9 +282,21 @@ def check_task_obs(obs: Any, space: Any, owner: str) -> None:
             )
 
 
-def check_task_step(reward: Any, terminated: Any, truncated: Any, info: Any, num_envs: int, owner: str) -> None:
-    """The first `_evaluate` result: (num_envs,) reward/terminated/truncated and (num_envs, ...) infos."""
+def check_task_step(result: Any, num_envs: int, owner: str) -> None:
+    """The first `_evaluate` result: a 4-tuple of (num_envs,) reward/terminated/truncated arrays (of
+    the env's namespace: lists are refused) and (num_envs, ...) infos."""
+    if not isinstance(result, tuple) or len(result) != 4:
+        got = f"a tuple of {len(result)}" if isinstance(result, tuple) else type(result).__name__
+        raise ConfigError(
+            f"{owner}._evaluate must return a tuple (reward, terminated, truncated, info) of 4 items, got {got}"
+        )
+    reward, terminated, truncated, info = result
     check_task_info(info, num_envs, owner)
     for name, value in (("reward", reward), ("terminated", terminated), ("truncated", truncated)):
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            raise ConfigError(
+                f"{owner}._evaluate returned {name} as a {type(value).__name__}; it must be an array of the env's "
+                f"namespace (self.xp), shape ({num_envs},): e.g. self.xp.asarray(...)"
+            )
         if tuple(getattr(value, "shape", np.shape(value))) != (num_envs,):
             raise ConfigError(f"{owner}._evaluate returned {name} of shape {np.shape(value)}; expected ({num_envs},)")

@@ -72,13 +72,16 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
 - Not thread-safe, and misuse is detected (`mjvec.envs.guard`): a call to reset/step/render/
   render_grid/close while another of them is running (from a second thread) raises
-  `ConcurrentUseError` and changes nothing; copies (``copy.copy``/``deepcopy``) are refused.
+  `ConcurrentUseError` and changes nothing (a wrapper's close() included: it is refused before any
+  hook is released); copies (``copy.copy``/``deepcopy``) are refused.
+- Interrupts (Ctrl-C): an interrupted call never leaves the env locked. A step() or reset()
+  interrupted part way leaves the envs' state unknown: step() and masked resets then raise
+  `ResetNeededError` until a full reset(); an interrupted close() is finished by calling close() again.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -103,7 +106,7 @@ from mjvec.envs.autoreset import (
     parse_reset_options,
     parse_seed,
 )
-from mjvec.envs.guard import exclusive, not_copyable
+from mjvec.envs.guard import CallGuard, call_exclusive, exclusive, not_copyable
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.envs.render import RenderMixin, VariantRenderer
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
@@ -145,8 +148,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         render_size: tuple[int, int] = (240, 320),
         max_episode_steps: int | None = None,
     ) -> None:
-        self._call_lock = threading.Lock()
-        self._call_owner: tuple[str, threading.Thread] | None = None
+        self._guard = CallGuard()
         check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
                        record_episode_statistics, RENDER_MODES, max_episode_steps)
         mode = parse_autoreset_mode(autoreset_mode)
@@ -326,6 +328,8 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         self._check_open()
         seed = parse_seed(seed, self.num_envs)
         mask = parse_reset_options(options, self.num_envs)
+        if mask is not None:
+            self._check_not_interrupted("a reset with a reset_mask")
         if mask is not None and not self._has_reset:
             raise ResetNeededError(
                 "the first reset() must reset every env; call reset() without a reset_mask first"
@@ -343,6 +347,8 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         obs = self._transform_obs(self._task_obs(), ObsEvent(False, rows), previous=self._last_obs)
         info = self._reset_info(rows)
         check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
+        if mask is None:
+            self._guard.clear_interrupted()  # every env was reset: the state is consistent again
         return self._finish_obs(obs), self._host_info(masked_info(info, rows.mask))
 
     def _task_obs(self) -> Any:
@@ -381,6 +387,7 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         self._check_open()
         if not self._has_reset:
             raise ResetNeededError("call reset() before step()")
+        self._check_not_interrupted("step()")
         actions, bad = self._check_actions(actions)
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED:
@@ -461,10 +468,11 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
         """Count the step, call `_evaluate` and apply the base's rules to inactive and failed rows and
         to the time limit."""
         self._episode_steps += self.xp.astype(active, self.xp.int64)
-        reward, term, trunc, task_info = self._evaluate(active)
+        result = self._evaluate(active)
         if not self._checked_info:
-            check_task_step(reward, term, trunc, task_info, self.num_envs, type(self).__name__)
+            check_task_step(result, self.num_envs, type(self).__name__)
             self._checked_info = True
+        reward, term, trunc, task_info = result
         self._task_info = task_info
         xp = self.xp
         rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)
@@ -530,8 +538,17 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
     # ---- lifetime --------------------------------------------------------------------------
     @exclusive
     def close(self, **kwargs: Any) -> None:
-        """Free the renderers and the backend; idempotent (see `close_extras`)."""
+        """Free the renderers and the backend; idempotent (see `close_extras`). A close() that was
+        interrupted (Ctrl-C) part way is finished by calling close() again."""
         super().close(**kwargs)
+        self._guard.clear_interrupted()
+
+    def run_exclusive(self, name: str, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` as this env's call `name` (e.g. "close"), under the guard that makes
+        reset/step/render/close refuse a concurrent call (`mjvec.envs.guard`): a wrapper's own close()
+        runs through it, so a close refused while a step runs releases nothing. Inside a running
+        close() on the same thread, a nested close (the wrapper's, then the env's) runs under it."""
+        return call_exclusive(self, name, fn, *args, **kwargs)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Free the renderers and the backend (called once by VectorEnv.close)."""
@@ -542,6 +559,23 @@ class MjVecEnv(RenderMixin, VectorEnvAPI, VectorEnv):
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedError(f"this {type(self).__name__} is closed; create a new env")
+        if self._guard.interrupted == "close":
+            raise ClosedError(
+                f"close() of this {type(self).__name__} was interrupted (KeyboardInterrupt) before it finished, so "
+                "some of its resources may be freed; call close() again to finish it, then create a new env"
+            )
+
+    def _check_not_interrupted(self, call: str) -> None:
+        """Refuse `call` after a step() or reset() that was interrupted part way (Ctrl-C): which envs
+        stepped or reset, and which queues and random streams moved, is unknown until a full reset."""
+        interrupted = self._guard.interrupted
+        if interrupted in ("step", "reset"):
+            raise ResetNeededError(
+                f"the last {interrupted}() of this {type(self).__name__} was interrupted (KeyboardInterrupt) before "
+                f"it finished, so its envs' state is not known to be consistent (some may have stepped or reset, "
+                f"queues and random streams may have moved); {call} needs it: call reset() (all envs, e.g. "
+                "env.reset(seed=...)) to go on"
+            )
 
     def __copy__(self) -> MjVecEnv:
         raise not_copyable(self)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mjvec.backends.determinism import check_deterministic
-from mjvec.backends.registry import backend_entry, native_namespace
+from mjvec.backends.registry import backend_entry, check_backend_options, native_namespace
 from mjvec.envs.arrays import ARRAY_BACKENDS
 from mjvec.envs.autoreset import parse_autoreset_mode
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
@@ -46,6 +46,9 @@ class TaskOptions:
     deterministic: ask the backend for run-to-run bit-identical results (True or False; on Warp
         it turns on mujoco-warp's deterministic mode). What the built backend keeps is
         ``env.unwrapped.backend.capabilities.determinism`` (`mjvec.backends.determinism`).
+    nconmax, njmax: contacts and constraint rows per world of a backend with fixed-size buffers
+        (Warp: mujoco_warp's ``nconmax``/``njmax``; None: the backend's default); raise them when a
+        step reports a buffer overflow. A backend whose buffers grow (cpu) refuses them.
     task_namespace: where the task layer runs. None: where the backend keeps its state if the task
         runs in that namespace (`register_task`'s ``namespaces``), else numpy over host views;
         "numpy": on the host whatever the backend, through per-step host copies of a device's
@@ -72,6 +75,8 @@ class TaskOptions:
     max_episode_steps: int | None = None
     task_namespace: str | None = None
     deterministic: bool = False
+    nconmax: int | None = None
+    njmax: int | None = None
 
     def __post_init__(self) -> None:
         randomization = self.randomization
@@ -96,6 +101,13 @@ class TaskOptions:
                 f"record_episode_statistics must be True or False, got {self.record_episode_statistics!r}"
             )
         check_deterministic(self.deterministic)
+        for label in ("nconmax", "njmax"):
+            value = getattr(self, label)
+            if value is not None and (not is_int(value) or value < 1):
+                raise ConfigError(f"{label} must be None or an int >= 1, got {value!r}")
+            object.__setattr__(self, label, None if value is None else int(value))
+        if self.nconmax is not None or self.njmax is not None:
+            check_backend_options(self.backend, nconmax=self.nconmax, njmax=self.njmax)
         parse_autoreset_mode(self.autoreset_mode)
         if self.render_mode is not None and self.render_mode not in RENDER_MODES:
             raise ConfigError(

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from mjvec.envs.arrays import to_numpy
-from mjvec.envs.guard import exclusive
+from mjvec.envs.guard import call_exclusive, exclusive
 from mjvec.errors import ClosedError, ConfigError, RenderError
 
 # Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then
@@ -186,11 +186,16 @@ class LazyFrames(Sequence):
 
     len() is num_envs; indexing takes an int (negative allowed) and returns an (H, W, 3) uint8
     array, or a slice and returns a list of them. A frame, once drawn, is cached in this sequence.
+    Drawing uses the env's renderer, so it is a call of the env (`mjvec.envs.guard`): indexing an
+    undrawn frame while another call of the env runs (a step, a close, a render_grid in another
+    thread) raises `ConcurrentUseError`, and once the env is closed raises `ClosedError` (frames
+    drawn before stay readable).
     """
 
-    def __init__(self, renderer: VariantRenderer, num_envs: int) -> None:
+    def __init__(self, env: Any, renderer: VariantRenderer) -> None:
+        self._env = env
         self._renderer = renderer
-        self._num_envs = num_envs
+        self._num_envs = int(env.num_envs)
         self._state = renderer.snapshot()
         self._frames: dict[int, np.ndarray] = {}
 
@@ -214,8 +219,12 @@ class LazyFrames(Sequence):
         i %= self._num_envs
         frame = self._frames.get(i)
         if frame is None:
-            frame = self._frames[i] = self._renderer.render_env(i, self._state)
+            frame = self._frames[i] = call_exclusive(self._env, "render", self._draw, i)
         return frame
+
+    def _draw(self, i: int) -> np.ndarray:
+        self._env._check_open()
+        return self._renderer.render_env(i, self._state)
 
 
 class RenderMixin:
@@ -238,7 +247,7 @@ class RenderMixin:
                 "render_mode at initialization, e.g. gym.make_vec(..., render_mode=\"rgb_array\")"
             )
             return None
-        return LazyFrames(self._renderer, self.num_envs)
+        return LazyFrames(self, self._renderer)
 
     @exclusive
     def render_grid(self, env_ids: Any, ncols: int | None = None) -> np.ndarray:

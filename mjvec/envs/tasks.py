@@ -33,6 +33,7 @@ for a numpy-only one); ``randomization`` is None / ``"none"``, one of the task's
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
@@ -51,6 +52,8 @@ from mjvec.errors import ConfigError, UnknownOptionError, allowed
 from mjvec.randomization import apply_randomization
 
 Preset = Callable[[VectorEnv], VectorEnv]
+# gym.make_vec's own parameters: an options field of one of these names would never be set.
+MAKE_VEC_ARGUMENTS = frozenset({"id", "num_envs", "vectorization_mode", "vector_kwargs", "wrappers"})
 Variants = tuple[int, Callable[[int], mujoco.MjSpec]]
 
 
@@ -78,6 +81,19 @@ class Task:
 
     def __reduce__(self) -> tuple[Callable[[str], Task], tuple[str]]:
         return get_task, (self.env_id,)
+
+    def checked_variants(self, opts: TaskOptions) -> Variants:
+        """``variants(opts)``, checked: (num_variants >= 1, make_variant), make_variant wrapped so that
+        every variant it builds is checked to be an MjSpec (not, e.g., an already compiled MjModel)."""
+        result = self.variants(opts)
+        count, make = result if isinstance(result, tuple) and len(result) == 2 else (None, None)
+        what = f"num_variants={count!r}" if not (is_int(count) and count >= 1) else f"make_variant={make!r}"
+        if count is None or not (is_int(count) and count >= 1) or not callable(make):
+            raise ConfigError(
+                f"{self.env_id}: variants(opts) must return (num_variants, make_variant): an int >= 1 and a callable "
+                f"v -> MjSpec; {what if count is not None else f'got {result!r}'}"
+            )
+        return int(count), functools.partial(_checked_variant, self.env_id, make)
 
     def parse_options(self, kwargs: Mapping[str, Any]) -> TaskOptions:
         """The task's options from keyword arguments; unknown names raise `UnknownOptionError`
@@ -122,8 +138,9 @@ class Task:
         takes_device = backend_entry(opts.backend).default_device is not None
         host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
         device = opts.device if takes_device else None
-        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device)
-        num_variants, make_variant = self.variants(opts)
+        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device, nconmax=opts.nconmax,
+                              njmax=opts.njmax)
+        num_variants, make_variant = self.checked_variants(opts)
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
@@ -133,7 +150,8 @@ class Task:
                       env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = make_backend(opts.backend, scene, num_threads=opts.num_threads, device=device,
-                               state_namespace="numpy" if host else None, deterministic=opts.deterministic)
+                               state_namespace="numpy" if host else None, deterministic=opts.deterministic,
+                               nconmax=opts.nconmax, njmax=opts.njmax)
         try:
             env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
         except Exception:
@@ -151,9 +169,11 @@ class Task:
             raise
 
     def make_single(self, **kwargs: Any) -> gym.Env:
-        """The single-env entry point: env 0 of a one-env vector env, autoreset disabled."""
+        """The single-env entry point: env 0 of a one-env vector env, autoreset disabled. Refused
+        inside ``gym.make_vec(..., vectorization_mode="async")`` (`refuse_async_make_vec`)."""
         from mjvec.envs.single import SingleEnv
 
+        refuse_async_make_vec(self.env_id)
         for name, fixed in (("num_envs", 1), ("autoreset_mode", "disabled"), ("array_backend", "numpy")):
             if name in kwargs and kwargs[name] != fixed:
                 raise ConfigError(
@@ -170,15 +190,54 @@ class Task:
         bytes (its estimator, `mjvec.backends.registry.estimate_backend_memory`) and what the env class
         declares (`MjVecEnv.memory_needs`)."""
         if model is None:
-            num_variants, make_variant = self.variants(opts)
+            num_variants, make_variant = self.checked_variants(opts)
             model = make_variant(opts.env_id_offset % num_variants).compile()
         takes_device = backend_entry(opts.backend).default_device is not None
         needs = self.env_class.memory_needs(opts)
         backend = estimate_backend_memory(opts.backend, model, needs.bound_fields,
-                                          device=opts.device if takes_device else None)
+                                          device=opts.device if takes_device else None, nconmax=opts.nconmax,
+                                          njmax=opts.njmax)
         on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
         return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
                                       task_on_device=on_device)
+
+
+def _checked_variant(env_id: str, make_variant: Callable[[int], Any], v: int) -> mujoco.MjSpec:
+    spec = make_variant(v)
+    if not isinstance(spec, mujoco.MjSpec):
+        hint = " (a compiled model: leave out .compile())" if isinstance(spec, mujoco.MjModel) else ""
+        raise ConfigError(
+            f"{env_id}: make_variant({v}) returned a {type(spec).__name__}; it must return a fresh mujoco.MjSpec "
+            f"of variant {v}, which mjvec compiles itself{hint}"
+        )
+    return spec
+
+
+def refuse_async_make_vec(env_id: str) -> None:
+    """ConfigError if this single env is being built by ``gym.make_vec(env_id, vectorization_mode="async")``.
+
+    Gymnasium's make_vec takes the mode itself and never passes it to an entry point, so the single
+    env's entry point looks for make_vec's frame on the call stack: AsyncVectorEnv builds its first
+    env in this process (to read the spaces) before it starts any worker, so nothing has started.
+    A single env in an AsyncVectorEnv built by hand is left alone (the user asked for processes)."""
+    import sys
+
+    from gymnasium.envs.registration import VectorizeMode
+    from gymnasium.envs.registration import make_vec as gym_make_vec
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not gym_make_vec.__code__:
+        frame = frame.f_back
+    if frame is None or frame.f_locals.get("vectorization_mode") is not VectorizeMode.ASYNC:
+        return
+    raise ConfigError(
+        f"gym.make_vec({env_id!r}, vectorization_mode='async') would run one process per env, each a one-env "
+        "mjvec batch: the opposite of what mjvec is for. An mjvec id builds ONE batched env of num_envs "
+        "simulations in this process (stepped in parallel by the backend: num_threads on cpu, the device on "
+        "warp): use vectorization_mode='vector_entry_point' (the default for mjvec ids: leave it out). "
+        "vectorization_mode='sync' gives Gymnasium's SyncVectorEnv of num_envs one-env batches stepped one "
+        "after another (for comparisons only). More processes: shard with env_id_offset, one make_vec each"
+    )
 
 
 def wrapper_bytes_per_env(env: Any) -> int:
@@ -253,6 +312,18 @@ def register_task(
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")
+    if isinstance(namespaces, (str, bytes)):
+        raise ConfigError(
+            f"register_task({env_id!r}): namespaces must be a sequence of names, ('numpy',) or ('numpy', 'torch'), "
+            f"not the str {namespaces!r}; write namespaces=({namespaces!r},)"
+        )
+    shadowed = sorted({f.name for f in fields(options)} & MAKE_VEC_ARGUMENTS)
+    if shadowed:
+        raise ConfigError(
+            f"register_task({env_id!r}): options field {shadowed[0]!r} of {options.__name__} is an argument of "
+            "gym.make_vec itself, so it would never reach the options (make_vec keeps it); rename it (e.g. "
+            f"{shadowed[0] + '_' + 'task'!r}). make_vec's own arguments are {allowed(MAKE_VEC_ARGUMENTS)}"
+        )
     namespaces = tuple(namespaces)
     if "numpy" not in namespaces or not set(namespaces) <= {"numpy", "torch"}:
         raise ConfigError(

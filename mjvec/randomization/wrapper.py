@@ -46,5 +46,14 @@ class HookWrapper(VectorEnvAPI, VectorWrapper):
             self._releases.pop()()
 
     def close(self, **kwargs: Any) -> None:
+        """Release this wrapper's hooks, then close what it wraps; refused (`ConcurrentUseError`, nothing
+        released) while another call on the env runs: it runs as the env's close() (`run_exclusive`)."""
+        run_exclusive = getattr(self.unwrapped, "run_exclusive", None)
+        if run_exclusive is None:
+            self._close(**kwargs)
+        else:
+            run_exclusive("close", self._close, **kwargs)
+
+    def _close(self, **kwargs: Any) -> None:
         self.release_hooks()
         super().close(**kwargs)

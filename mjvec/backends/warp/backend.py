@@ -21,6 +21,7 @@ from mjvec.backends.base import Scene
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
 from mjvec.backends.warp import build as B
+from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.backends.warp.engine import WarpEngine
 from mjvec.errors import ConfigError
 
@@ -74,11 +75,13 @@ class WarpBackend(GroupedBackend):
                 raise ConfigError(f"{label} must be an int >= 1 or None, got {value!r}")
         if not isinstance(use_graph, bool):
             raise ConfigError(f"use_graph must be a bool, got {use_graph!r}")
+        check_kernel_cache()
         wp_device = B.resolve_device("cuda:0" if device is None else device)
         engine = WarpEngine(wp_device, nconmax=nconmax, njmax=njmax, use_graph=use_graph,
                             deterministic=deterministic, overflow_check_interval=overflow_check_interval,
                             rne_post_constraint=scene.rne_post_constraint)
-        super().__init__(scene, engine, progress=progress)
+        with kernel_cache_errors():
+            super().__init__(scene, engine, progress=progress)
 
     @property
     def device(self) -> str:

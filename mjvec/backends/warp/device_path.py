@@ -127,6 +127,7 @@ def overflow_error(kinds: int, envs: np.ndarray) -> ConfigError:
     return ConfigError(
         f"mujoco_warp's buffers overflowed ({names}; NEFC/NJMAX_NNZ: raise njmax, BROADPHASE/NARROWPHASE/CCD: "
         f"raise nconmax) in envs {envs[:8].tolist()} ({envs.size} in all); those steps were undone and "
-        "reported as failed. Fix: build the backend with a larger nconmax and/or njmax (WarpBackend(..., "
-        "nconmax=..., njmax=...))"
+        "reported as failed. Fix: build the env with a larger nconmax and/or njmax: gym.make_vec(..., "
+        "nconmax=..., njmax=...) (python -m mjvec rollout ... --nconmax N --njmax N; a backend of your own: "
+        "WarpBackend(..., nconmax=..., njmax=...))"
     )

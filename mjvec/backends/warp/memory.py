@@ -29,6 +29,7 @@ import warp as wp
 from mjvec.backends import fields as F
 from mjvec.backends.memory import BACKEND_BOUND_FIELDS, BackendMemory, bound_field_bytes, writable_field_values
 from mjvec.backends.warp import build as B
+from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.errors import ConfigError
 
 ALLOCATOR_MARGIN = 2.0
@@ -78,7 +79,9 @@ def warp_bytes_per_env(model: mujoco.MjModel, bound_fields: Iterable[str] = (), 
                        nconmax: int | None = None, njmax: int | None = None) -> BackendMemory:
     """The Warp backend's per-env bytes on `device` (see the module docstring), and on the host the
     compiled defaults it reports of every writable field (float32)."""
-    data, warp_model = world_bytes(model, device, nconmax, njmax)
+    check_kernel_cache()
+    with kernel_cache_errors():
+        data, warp_model = world_bytes(model, device, nconmax, njmax)
     views = VIEW_COPIES * bound_field_bytes(model, (*BACKEND_BOUND_FIELDS, *bound_fields), itemsize=_FLOAT)
     backup = bound_field_bytes(model, _BACKUP_FIELDS, itemsize=_FLOAT)
     parts = {"worlds": data + warp_model, "views_and_backups": views + backup}
