@@ -117,7 +117,11 @@ class Side:
         backend = base.backend
         sample = np.linspace(0, self.n - 1, min(SAMPLE, self.n)).astype(np.int64)
         self.recorder = StepRecorder(backend, sample)
-        rne = getattr(backend, "_rne", None)
+        engine = getattr(backend, "_engine", None)  # the CPU engine adapter holds the pass
+        rne = getattr(engine, "_rne", None)
+        if rne is None and getattr(engine, "_persistent", False):
+            raise RuntimeError("the CPU engine runs mj_rnePostConstraint, but its pass (engine._rne) was not found "
+                               "to time: update benchmarks/_gym_worker.py to the engine's layout")
         if rne is not None:
             inner = rne.update
 
