@@ -87,13 +87,18 @@ class Task:
         every variant it builds is checked to be an MjSpec (not, e.g., an already compiled MjModel)."""
         result = self.variants(opts)
         count, make = result if isinstance(result, tuple) and len(result) == 2 else (None, None)
-        what = f"num_variants={count!r}" if not (is_int(count) and count >= 1) else f"make_variant={make!r}"
-        if count is None or not (is_int(count) and count >= 1) or not callable(make):
-            raise ConfigError(
-                f"{self.env_id}: variants(opts) must return (num_variants, make_variant): an int >= 1 and a callable "
-                f"v -> MjSpec; {what if count is not None else f'got {result!r}'}"
-            )
-        return int(count), functools.partial(_checked_variant, self.env_id, make)
+        if count is None:
+            wrong = f"got {result!r}"
+        elif not (is_int(count) and count >= 1):
+            wrong = f"num_variants={count!r}"
+        elif not callable(make):
+            wrong = f"make_variant={make!r}"
+        else:
+            return int(count), functools.partial(_checked_variant, self.env_id, make)
+        raise ConfigError(
+            f"{self.env_id}: variants(opts) must return (num_variants, make_variant): an int >= 1 and a callable "
+            f"v -> MjSpec; {wrong}"
+        )
 
     def parse_options(self, kwargs: Mapping[str, Any]) -> TaskOptions:
         """The task's options from keyword arguments; unknown names raise `UnknownOptionError`
