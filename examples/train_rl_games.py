@@ -19,7 +19,6 @@ episode logs (``Episode/success``, ``Episode_Reward/<term>``, ``Metrics/toleranc
 
 from __future__ import annotations
 
-import ast
 import copy
 import os
 import sys
@@ -30,6 +29,7 @@ from typing import Any
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 
 import mjvec  # noqa: F401  (registers the tasks)
+from mjvec.cli.options import parse_options
 from mjvec.errors import missing_extra
 
 try:  # the rl_games extra (its own environment): say how to make it rather than a bare ModuleNotFoundError
@@ -92,12 +92,7 @@ def build_params(args: Args) -> dict[str, Any]:
     env_config.setdefault("adapter", {})["device"] = args.device  # rl_games expects its tensors there
     if args.backend == "warp":
         env_config.update(device=args.device, array_backend="torch")
-    for pair in args.option:
-        key, _, text = pair.partition("=")
-        try:
-            env_config[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            env_config[key] = text
+    env_config.update(parse_options(args.option, command="train"))
     cfg.update(device=args.device, device_name=args.device, train_dir=str(args.train_dir))
     if not args.device.startswith("cuda"):
         cfg["mixed_precision"] = False

@@ -17,7 +17,6 @@ train config, the observation sizes and the env options) so that
 
 from __future__ import annotations
 
-import ast
 import os
 import sys
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ os.environ.setdefault("MUJOCO_GL", "osmesa")
 import gymnasium as gym
 
 import mjvec  # noqa: F401  (registers the tasks)
+from mjvec.cli.options import parse_options
 from mjvec.errors import missing_extra
 
 try:  # the train extra: say how to install it rather than stop at a bare ModuleNotFoundError
@@ -81,12 +81,7 @@ def env_options(args: Args) -> dict[str, Any]:
     options: dict[str, Any] = dict(TASK_OPTIONS.get(args.env_id, {}))
     if args.randomization is not None:
         options["randomization"] = None if args.randomization == "none" else args.randomization
-    for pair in args.option:
-        key, _, text = pair.partition("=")
-        try:
-            options[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            options[key] = text
+    options.update(parse_options(args.option, command="train"))
     if args.backend == "warp":
         options.update(backend="warp", device=args.device, array_backend="torch")
     return options
