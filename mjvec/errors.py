@@ -7,6 +7,9 @@ builtin keep working; the subclasses let tests and users tell mjvec's own checks
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
 
 
 class MjvecError(Exception):
@@ -99,6 +102,12 @@ def missing_extra(extra: str, error: ImportError, needed_by: str) -> str:
     """The one-line message of a script (`needed_by`) that stops because the packages of install
     extra `extra` are not importable (`error`): what is missing and the install command."""
     return f"{needed_by} needs the '{extra}' extra, which is not installed ({error}); fix: {install_hint(extra)}"
+
+
+def is_int(value: Any) -> bool:
+    """Whether `value` is an integer a count or id may be given as: a Python int or a numpy integer,
+    not a bool (Python's or numpy's)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def allowed(values: Iterable[object], limit: int = 12) -> str:

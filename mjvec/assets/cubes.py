@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, is_int
 
 CUBE_HALF_SIZE_RANGE = (0.0225, 0.025)  # m: 4.5 to 5 cm edges
 CUBE_MASS_RANGE = (0.04, 0.10)  # kg
@@ -41,7 +41,7 @@ class Cube:
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
         raise ConfigError(f"{name} must be an int in [{low}, {high}], got {value!r}")
     return int(value)
 

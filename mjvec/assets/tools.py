@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, allowed, is_int
 
 TOPOLOGY_CLASSES = ("box_only", "box_box", "capsule_box")
 TOOL_GEOMETRIES = ("primitive", "mesh")
@@ -130,7 +130,7 @@ class Tool:
     head_density: float | None
 
     def __post_init__(self) -> None:
-        if isinstance(self.tool_id, bool) or not isinstance(self.tool_id, (int, np.integer)) or self.tool_id < 0:
+        if not is_int(self.tool_id) or self.tool_id < 0:
             raise ConfigError(f"tool_id {self.tool_id!r} is not allowed; allowed an int >= 0")
         if not isinstance(self.distribution, (int, np.integer)) or not 0 <= self.distribution < len(DISTRIBUTIONS):
             raise ConfigError(f"distribution {self.distribution} is out of range; allowed 0..{len(DISTRIBUTIONS) - 1}")
@@ -247,13 +247,9 @@ class ToolCatalog:
     """
 
     def __init__(self, seed: int = 42, per_distribution: int = 50) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        if not is_int(seed) or not 0 <= seed < 2**32:
             raise ConfigError(f"seed {seed!r} is not allowed; allowed an int in 0..2**32-1")
-        if (
-            isinstance(per_distribution, bool)
-            or not isinstance(per_distribution, (int, np.integer))
-            or per_distribution < 1
-        ):
+        if not is_int(per_distribution) or per_distribution < 1:
             raise ConfigError(f"per_distribution {per_distribution!r} is not allowed; allowed an int >= 1")
         self.seed, self.per_distribution = int(seed), int(per_distribution)
         rng = np.random.RandomState(self.seed)
@@ -277,11 +273,7 @@ class ToolCatalog:
         return len(self._tools)
 
     def __getitem__(self, tool_id: int) -> Tool:
-        if (
-            isinstance(tool_id, bool)
-            or not isinstance(tool_id, (int, np.integer))
-            or not 0 <= tool_id < len(self._tools)
-        ):
+        if not is_int(tool_id) or not 0 <= tool_id < len(self._tools):
             raise ConfigError(f"tool_id {tool_id!r} is out of range; allowed an int in 0..{len(self._tools) - 1}")
         return self._tools[int(tool_id)]
 

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from mjvec.envs.arrays import to_numpy
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
 
@@ -88,10 +88,6 @@ def parse_reset_options(options: Any, num_envs: int) -> np.ndarray | None:
     return mask.copy()
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 MAX_SEED = 2**64 - 1  # the random streams are keyed by 64-bit words
 _SEED_RANGE = "[0, 2**64 - 1]"
 
@@ -103,7 +99,7 @@ def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
     """
     if seed is None:
         return None
-    if _is_int(seed):
+    if is_int(seed):
         if not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"seed must be a non-negative int, got {seed!r}; allowed are ints in {_SEED_RANGE}")
         return int(seed)
@@ -113,7 +109,7 @@ def parse_seed(seed: Any, num_envs: int) -> int | list[int] | None:
             raise ConfigError(
                 f"a seed list must have one int per env: got {len(values)} seeds for num_envs={num_envs}"
             )
-        bad = [i for i, v in enumerate(values) if not _is_int(v) or not 0 <= v <= MAX_SEED]
+        bad = [i for i, v in enumerate(values) if not is_int(v) or not 0 <= v <= MAX_SEED]
         if bad:
             raise ConfigError(
                 f"seed list entries {bad[:8]} must be ints in {_SEED_RANGE} (got {[values[i] for i in bad[:8]]})"

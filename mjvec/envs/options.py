@@ -18,12 +18,8 @@ from mjvec.backends.registry import backend_entry, check_backend_options, native
 from mjvec.envs.arrays import ARRAY_BACKENDS
 from mjvec.envs.autoreset import parse_autoreset_mode
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm, check_randomization
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 
 from mjvec.envs.arrays import to_numpy
 from mjvec.envs.guard import call_exclusive, exclusive
-from mjvec.errors import ClosedError, ConfigError, RenderError
+from mjvec.errors import ClosedError, ConfigError, RenderError, is_int
 
 # Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then
 # fails with "Offscreen framebuffer is not complete"), so they are refused at construction.
@@ -120,7 +120,7 @@ class VariantRenderer:
         ids = _grid_ids(env_ids, self._num_envs)
         if ncols is None:
             ncols = math.ceil(math.sqrt(ids.size))
-        if isinstance(ncols, bool) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
+        if not is_int(ncols) or ncols < 1:
             raise ConfigError(f"render_grid ncols must be an int >= 1 or None, got {ncols!r}")
         ncols = min(int(ncols), ids.size)
         nrows = math.ceil(ids.size / ncols)

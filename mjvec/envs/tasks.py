@@ -47,8 +47,8 @@ from mjvec.backends.base import Scene
 from mjvec.backends.registry import backend_entry, check_backend_options, estimate_backend_memory, make_backend
 from mjvec.envs import memory
 from mjvec.envs.base import MAX_GLOBAL_ID, MjVecEnv
-from mjvec.envs.options import TaskOptions, is_int
-from mjvec.errors import ConfigError, UnknownOptionError, allowed
+from mjvec.envs.options import TaskOptions
+from mjvec.errors import ConfigError, UnknownOptionError, allowed, is_int
 from mjvec.randomization import apply_randomization
 
 Preset = Callable[[VectorEnv], VectorEnv]

@@ -18,13 +18,12 @@ import warnings
 
 import mujoco
 import mujoco.batch as mjb
-import numpy as np
 
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu.engine import CpuEngine
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
-from mjvec.errors import ConfigError, PerformanceWarning
+from mjvec.errors import ConfigError, PerformanceWarning, is_int
 
 
 def default_num_threads() -> int:
@@ -88,7 +87,7 @@ class CpuBackend(GroupedBackend):
     ) -> None:
         check_deterministic(deterministic)
         threads = default_num_threads() if num_threads is None else num_threads
-        if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        if not is_int(threads) or threads < 1:
             raise ConfigError(f"num_threads must be an int >= 1 or None, got {num_threads!r}")
         threads = int(threads)
         _warn_if_oversubscribed(threads)

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.envs.options import is_int
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, is_int
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 from mjvec.tasks.cube_rotate.env import CubeRotateEnv
 from mjvec.tasks.cube_rotate.presets import PAPER_TERMS, paper

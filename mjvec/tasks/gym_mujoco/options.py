@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mjvec.envs.tasks import TaskOptions
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, is_int
 
 __all__ = [
     "AntOptions",
@@ -90,7 +90,7 @@ class GymMujocoOptions(TaskOptions):
         if self.xml_file is not None and (not isinstance(self.xml_file, str) or not self.xml_file):
             raise ConfigError(f"{owner}: xml_file must be None or a non-empty str, got {self.xml_file!r}")
         skip = self.frame_skip
-        if isinstance(skip, (bool, np.bool_)) or not isinstance(skip, (int, np.integer)) or skip < 1:
+        if not is_int(skip) or skip < 1:
             raise ConfigError(f"{owner}: frame_skip must be an int >= 1, got {skip!r}")
         for f in fields(self):
             value = getattr(self, f.name)

@@ -22,9 +22,8 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mjvec.assets.tools import TOOL_GEOMETRIES
-from mjvec.envs.options import is_int
 from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
-from mjvec.errors import ConfigError, allowed
+from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.env import SimToolRealEnv
