@@ -185,6 +185,13 @@ def test_generated_dr_configs_are_accepted_and_finite_or_rejected_naming_the_fie
     env.close()
 
 
+def test_a_gaussian_add_to_a_size_is_refused_at_construction() -> None:
+    # The case the generated configs found: its draws made a handle size negative at a reset.
+    term = EventTerm("geom_size", 0.0, 1.0, targets=("object_handle",), operation="add", distribution="gaussian")
+    with pytest.raises(ConfigError, match=r"\(geom_size\): an add of a gaussian .* can make a size <= 0"):
+        DomainRandomization(_make(2), (term,))
+
+
 def test_trajectories_identical_across_threads_num_envs_and_processes() -> None:
     code = (
         "import numpy as np, gymnasium as gym, mjvec, hashlib\n"

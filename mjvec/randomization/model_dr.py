@@ -152,6 +152,13 @@ class DomainRandomization(HookWrapper, VectorWrapper):
         dry-runs those writes."""
         if term.kind not in ("geom_size", "geom_height", "body_com"):
             return
+        if term.kind == "geom_size" and term.operation == "add" and term.distribution == "gaussian":
+            # The dry run below can try a gaussian's mean only, and its draws reach any value.
+            raise ConfigError(
+                f"term {term.name!r} (geom_size): an add of a gaussian (mean {term.low}, std {term.high}) is unbounded "
+                "and can make a size <= 0 in some draw; sizes must be positive: use distribution='uniform' with an "
+                "add range that keeps every size positive, or operation='scale'"
+            )
         be, index = self._backend, self._index[term.name]
         ids = np.arange(be.num_envs)
         values = {f: be.defaults(f) for f in coupled_fields(term)}
