@@ -8,8 +8,11 @@ one vectorized computation (no per-env Python loop).
 The streams live where the env's state lives (`like=`: numpy on the host, torch on a device).
 The same integer hash runs in both: numpy in uint64, torch in int64 with wrapping products and
 logical shifts. So for the same seed, global id, stream and counter, the host and the device draw
-the SAME 64-bit words and the same uniforms and integers; normals go through float log/cos/sin,
-whose last bits may differ between libraries. On a device, a draw for `Rows` (a mask) computes the
+the SAME 64-bit words, uniforms and integers. The float transforms (normals, quaternions) use only
+IEEE-754 basic operations and `mjvec.portable`'s functions: on the host they are the same on every
+CPU (whatever numpy's SIMD dispatch or the C library picks), and on a device the same bits as on
+the host wherever the device's sqrt is correctly rounded (CUDA's is; torch 2.13's CPU kernel is
+1 ulp off on about 1 input in 80). On a device, a draw for `Rows` (a mask) computes the
 words of every env and advances the counters of the masked ones only: an env's numbers never
 depend on which others were selected.
 
@@ -29,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from mjvec import portable
 from mjvec.errors import ConfigError
 from mjvec.xp import Rows, namespace_of
 
@@ -37,6 +41,7 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 _TWO_POW_M32 = 1.0 / 4294967296.0
+_TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
 
 
 def _signed(value: np.uint64) -> int:
@@ -228,31 +233,37 @@ class EnvRandom:
         low, high = (xp.asarray(v, dtype=xp.float64, device=self._device) for v in (low, high))
         return low + (high - low) * u
 
+    def log_uniform(self, rows: Rows | np.ndarray, stream: str, low: float, high: float,
+                    shape: tuple[int, ...] = ()) -> Any:
+        """(rows, *shape) float64 exp(U(log low, log high)), 0 < low <= high (`mjvec.portable`'s
+        log and exp: the same bits on every CPU)."""
+        return portable.exp(self.uniform(rows, stream, portable.log(float(low)), portable.log(float(high)), shape))
+
     def normal(self, rows: Rows | np.ndarray, stream: str, shape: tuple[int, ...] = (),
                dtype: Any = np.float64) -> Any:
         """(rows, *shape) standard normal: Box-Muller, both outputs of each pair.
 
         Each 64-bit word gives two 32-bit uniforms (u1 in (0, 1], u2 in [0, 1)) and so two
         normals, r cos(2 pi u2) and r sin(2 pi u2) with r = sqrt(-2 ln u1). The 32-bit u1 bounds
-        |z| by sqrt(64 ln 2) (about 6.7 sigma), far in the tail for simulation noise. dtype
-        np.float32 computes the transforms in single precision (for float32 observation noise).
+        |z| by sqrt(64 ln 2) (about 6.7 sigma), far in the tail for simulation noise. The
+        transforms run in float64 with `mjvec.portable`'s log and sincos (the same bits on every
+        CPU and in both namespaces); dtype np.float32 rounds the result once.
         """
         n = _size(shape)
         w = self.bits(rows, stream, (n + 1) // 2)
         if self._host:
-            scale = dtype(_TWO_POW_M32)
-            u1 = ((w >> np.uint64(32)).astype(dtype) + dtype(1.0)) * scale
-            angle = (w & np.uint64(0xFFFFFFFF)).astype(dtype) * (dtype(2.0 * np.pi) * scale)
-            r = np.sqrt(dtype(-2.0) * np.log(u1))
-            z = np.concatenate([r * np.cos(angle), r * np.sin(angle)], axis=1)[:, :n]
-            return z.reshape(-1, *shape)
-        xp = self._xp
-        fdtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-        u1 = (xp.astype(_shr(w, 32), fdtype) + 1.0) * _TWO_POW_M32
-        angle = xp.astype(w & 0xFFFFFFFF, fdtype) * (2.0 * math.pi * _TWO_POW_M32)
-        r = xp.sqrt(-2.0 * xp.log(u1))
-        z = xp.concat([r * xp.cos(angle), r * xp.sin(angle)], axis=1)[:, :n]
-        return xp.reshape(z, (-1, *shape))
+            xp, out_dtype = np, np.dtype(dtype)
+            u1 = ((w >> np.uint64(32)).astype(np.float64) + 1.0) * _TWO_POW_M32
+            angle = (w & np.uint64(0xFFFFFFFF)).astype(np.float64) * _TURN_PER_WORD
+        else:
+            xp = self._xp
+            out_dtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+            u1 = (xp.astype(_shr(w, 32), xp.float64) + 1.0) * _TWO_POW_M32
+            angle = xp.astype(w & 0xFFFFFFFF, xp.float64) * _TURN_PER_WORD
+        r = xp.sqrt(-2.0 * portable.log(u1))
+        sin, cos = portable.sincos(angle)
+        z = xp.concat([r * cos, r * sin], axis=1)[:, :n]
+        return xp.reshape(xp.astype(z, out_dtype), (-1, *shape))
 
     def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
                  shape: tuple[int, ...] = ()) -> Any:
@@ -281,15 +292,10 @@ class EnvRandom:
         u = self.uniform(rows, stream, 0.0, 1.0, (3,))
         xp = np if self._host else self._xp
         a, b, c = u[:, 0], u[:, 1], u[:, 2]
-        return xp.stack(
-            [
-                xp.sqrt(a) * xp.cos(2 * np.pi * c),
-                xp.sqrt(1 - a) * xp.sin(2 * np.pi * b),
-                xp.sqrt(1 - a) * xp.cos(2 * np.pi * b),
-                xp.sqrt(a) * xp.sin(2 * np.pi * c),
-            ],
-            axis=1,
-        )
+        sin_b, cos_b = portable.sincos(2 * np.pi * b)
+        sin_c, cos_c = portable.sincos(2 * np.pi * c)
+        root_a, root_1a = xp.sqrt(a), xp.sqrt(1 - a)
+        return xp.stack([root_a * cos_c, root_1a * sin_b, root_1a * cos_b, root_a * sin_c], axis=1)
 
 
 def words_as_uint64(words: Any) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mjvec import portable
 from mjvec.xp import namespace_of
 
 Array = Any  # an array of the caller's namespace
@@ -78,8 +79,8 @@ def quat_sandwich(q: Array, v: Array) -> Array:
 def quat_from_axis_angle(axis: Array, angle: Array) -> Array:
     """(..., 4) wxyz quaternions of a rotation by `angle` (...) about unit `axis` (..., 3)."""
     xp = namespace_of(axis)
-    half = 0.5 * angle[..., None]
-    return xp.concat([xp.cos(half), xp.sin(half) * axis], axis=-1)
+    sin_half, cos_half = portable.sincos(0.5 * angle[..., None])
+    return xp.concat([cos_half, sin_half * axis], axis=-1)
 
 
 def quat_normalize(q: Array) -> Array:
@@ -135,7 +136,7 @@ def rotation_vector(q: Array) -> Array:
     xp = namespace_of(q)
     q = canonical_quat(q)
     sin_half = xp.linalg.vector_norm(q[..., 1:], axis=-1)
-    angle = 2.0 * xp.atan2(sin_half, q[..., 0])
+    angle = 2.0 * portable.atan2(sin_half, q[..., 0])
     # angle / sin(angle / 2) -> 2 as the angle -> 0.
     factor = xp.where(sin_half > 1e-12, angle / xp.maximum(sin_half, _like(1e-12, sin_half)), 2.0)
     return q[..., 1:] * factor[..., None]
@@ -145,6 +146,7 @@ def rotate_by_axis_angle(q: Array, axis: Array, half: Array) -> Array:
     """(..., 4) q times the rotation by angle 2 * half (...) about the unnormalized axis (..., 3):
     the rotation acts in q's own frame (a right product)."""
     xp = namespace_of(q)
-    s = xp.sin(half) / xp.clip(xp.sqrt(xp.sum(axis * axis, axis=-1)), min=1e-12)
-    delta = xp.stack([xp.cos(half), axis[..., 0] * s, axis[..., 1] * s, axis[..., 2] * s], axis=-1)
+    sin_half, cos_half = portable.sincos(half)
+    s = sin_half / xp.clip(xp.sqrt(xp.sum(axis * axis, axis=-1)), min=1e-12)
+    delta = xp.stack([cos_half, axis[..., 0] * s, axis[..., 1] * s, axis[..., 2] * s], axis=-1)
     return quat_mul(q, delta)

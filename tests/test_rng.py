@@ -139,10 +139,10 @@ def _sel(value, mask: np.ndarray, k: int):
     return value[torch.as_tensor(mask)] if k % 2 else value
 
 
-@pytest.mark.parametrize(("dtype", "ulps"), [(np.float64, 4), (np.float32, 4)])
+@pytest.mark.parametrize(("dtype", "ulps"), [(np.float64, 1), (np.float32, 1)])
 def test_device_normals_and_quaternions_match_the_host_within_ulps(dtype, ulps):
-    """Box-Muller goes through log/cos/sin, which torch and numpy round independently: measured
-    at most 1 ulp apart on the values' scale; the bound allows a few."""
+    """Box-Muller's log and sincos are mjvec.portable's (the same bits in both namespaces); its
+    sqrt is the namespace's own, and torch 2.13's CPU sqrt is not correctly rounded: 1 ulp at most."""
     host, dev = _pair(256)
     ids = np.arange(0, 256, 3)
     want = host.normal(ids, "n", (5,), dtype=dtype)

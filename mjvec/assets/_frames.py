@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mjvec import portable
 from mjvec.rotations import quat_conj, quat_mul, quat_sandwich
 
 
@@ -20,8 +21,8 @@ def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def axis_angle_quat(axis: tuple[float, float, float], angle: float) -> np.ndarray:
     """Unit quaternion of a rotation by `angle` about the unit vector `axis`."""
-    half = 0.5 * angle
-    return np.concatenate([[np.cos(half)], np.sin(half) * np.asarray(axis, float)])
+    sin_half, cos_half = portable.sincos(0.5 * angle)
+    return np.concatenate([[cos_half], sin_half * np.asarray(axis, float)])
 
 
 def rpy_quat(rpy: tuple[float, float, float]) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from mjvec import portable
 from mjvec.assets.tools import TOOL_GEOMETRIES, Tool
 from mjvec.errors import ConfigError, allowed
 
@@ -51,13 +52,15 @@ def capsule_vertices(length: float, radius: float) -> np.ndarray:
     rings share the same angles, so the convex hull is a stack of frusta (no sliver faces).
     """
     angles = 2.0 * np.pi * np.arange(CAPSULE_SEGMENTS) / CAPSULE_SEGMENTS
-    ring = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    sin, cos = portable.sincos(angles)
+    ring = np.stack([cos, sin], axis=1)
     points = []
     for side in (-1.0, 1.0):
         for k in range(CAPSULE_RINGS + 1):
             polar = 0.5 * np.pi * k / (CAPSULE_RINGS + 1)  # 0 = on the cylinder's end circle
-            x = side * (length / 2.0 + radius * np.sin(polar))
-            yz = radius * np.cos(polar) * ring
+            sin_polar, cos_polar = portable.sincos(polar)
+            x = side * (length / 2.0 + radius * sin_polar)
+            yz = radius * cos_polar * ring
             points.append(np.column_stack([np.full(CAPSULE_SEGMENTS, x), yz]))
         points.append(np.array([[side * (length / 2.0 + radius), 0.0, 0.0]]))
     return np.concatenate(points)

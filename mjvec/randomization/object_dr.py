@@ -171,7 +171,7 @@ class RandomPushes(HookWrapper, VectorWrapper):
         for name, value in (("force_scale", force_scale), ("torque_scale", torque_scale)):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"RandomPushes: {name} must be finite and >= 0, got {value}")
-        self._base, self._log_range = base, (math.log(lo), math.log(hi))
+        self._base, self._prob_range = base, (float(lo), float(hi))
         self._scales = (float(force_scale), float(torque_scale))
         self.mass_scale = mass_scale
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
@@ -194,9 +194,9 @@ class RandomPushes(HookWrapper, VectorWrapper):
         return self._base.xp.astype(rows.take(self._base.push_mass), self._base.xp.float64)[:, None]
 
     def _on_reset(self, rows: Rows) -> None:
-        rng, xp = self._base.rng, self._base.xp
+        rng = self._base.rng
         for row, kind in enumerate(("force", "torque")):
-            rows.put(self._prob[row], xp.exp(rng.uniform(rows, f"dr/push_{kind}_prob", *self._log_range)))
+            rows.put(self._prob[row], rng.log_uniform(rows, f"dr/push_{kind}_prob", *self._prob_range))
 
     def _before_physics(self, actions: Any) -> Any:
         """An action transform that leaves the actions as they are: it runs once per step that runs,

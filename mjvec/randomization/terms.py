@@ -181,8 +181,7 @@ def sample(rng: EnvRandom, env_ids: np.ndarray, term: EventTerm, shape: tuple[in
     if term.distribution == "uniform":
         return to_host(rng.uniform(env_ids, stream, term.low, term.high, shape))
     if term.distribution == "log_uniform":
-        u = to_host(rng.uniform(env_ids, stream, math.log(term.low), math.log(term.high), shape))
-        return np.exp(u)
+        return to_host(rng.log_uniform(env_ids, stream, term.low, term.high, shape))
     return term.low + term.high * to_host(rng.normal(env_ids, stream, shape))
 
 

@@ -36,6 +36,7 @@ import mujoco
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from mjvec import portable
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
@@ -212,13 +213,13 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         joint_pos = np.clip(self.default_pose + noise, self.joint_lower, self.joint_upper)
         xy = np.asarray(C.CUBE_SPAWN_XY) + rng.uniform(env_ids, "reset/cube_xy", -cfg.cube_xy_noise,
                                                        cfg.cube_xy_noise, (2,))
-        half_yaw = 0.5 * rng.uniform(env_ids, "reset/cube_yaw", -math.pi, math.pi)
+        sin_half_yaw, cos_half_yaw = portable.sincos(0.5 * rng.uniform(env_ids, "reset/cube_yaw", -math.pi, math.pi))
         qpos = np.tile(self._qpos0, (k, 1))
         qpos[:, self._jnt_qpos] = joint_pos
         qpos[:, self._cube_qpos:self._cube_qpos + 2] = xy
         qpos[:, self._cube_qpos + 2] = C.spawn_height(self.cube_half_size[env_ids])
         qpos[:, self._cube_qpos + 3:self._cube_qpos + 7] = np.stack(
-            [np.cos(half_yaw), np.zeros(k), np.zeros(k), np.sin(half_yaw)], axis=1)
+            [cos_half_yaw, np.zeros(k), np.zeros(k), sin_half_yaw], axis=1)
         # The targets go in at the reset itself, so its one forward (and the actuator forces the
         # backend reports from it) sees them; every other actuator keeps mj_resetData's 0.
         ctrl = np.zeros((k, self.backend.model.nu))

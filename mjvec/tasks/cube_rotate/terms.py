@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from mjvec import portable
 from mjvec.contract import layout_size  # noqa: F401
 
 # The shared quaternion helpers (env.py reaches them as ct.<name>).
@@ -63,7 +64,7 @@ def rotation_term(angvel_z: np.ndarray, clip: float) -> np.ndarray:
 
 def action_term(actions: np.ndarray) -> np.ndarray:
     """(N,) sum of squared actions."""
-    return np.einsum("ij,ij->i", actions, actions)
+    return np.sum(actions * actions, axis=1)
 
 
 def energy_term(torque: np.ndarray, joint_vel: np.ndarray) -> np.ndarray:
@@ -75,7 +76,7 @@ def dropped(cube_pos: np.ndarray, palm_pos: np.ndarray, drop_depth: float, max_x
     """(N,) bool: the cube's centre is more than drop_depth below the palm centre, or farther than
     max_xy_distance from it horizontally."""
     rel = cube_pos - palm_pos
-    return (rel[:, 2] < -drop_depth) | (np.hypot(rel[:, 0], rel[:, 1]) > max_xy_distance)
+    return (rel[:, 2] < -drop_depth) | (portable.hypot(rel[:, 0], rel[:, 1]) > max_xy_distance)
 
 
 def reward_terms(rotation: np.ndarray, action: np.ndarray, energy: np.ndarray, drop: np.ndarray, *,

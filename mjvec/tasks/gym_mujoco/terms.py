@@ -5,14 +5,18 @@ operations in the same order (numpy's row reductions sum like its 1-D ones; the 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
+
+from mjvec import portable
 
 __all__ = [
     "ant_contact_cost",
     "ant_healthy",
     "control_cost",
+    "ddot2_form",
     "distance_from_origin",
     "hopper_healthy",
     "humanoid_contact_cost",
@@ -44,14 +48,47 @@ def mass_center(body_mass: np.ndarray, xipos: np.ndarray) -> np.ndarray:
     """Humanoid's ``mass_center``: the (N, 2) xy of the mass-weighted mean of the bodies' inertial frames.
 
     body_mass: (N, nbody) each env's own masses (randomized ones included); xipos: (N, nbody, 3).
+    Gymnasium's ``np.sum(mass * xipos, axis=0)`` adds the bodies' rows one after another; so does
+    the loop here (a reduction over the middle axis could take numpy's pairwise order instead).
     """
-    num = np.einsum("nb,nbj->nj", body_mass, xipos)
+    num = body_mass[:, 0, None] * xipos[:, 0]
+    for b in range(1, body_mass.shape[1]):
+        num = num + body_mass[:, b, None] * xipos[:, b]
     return (num / body_mass.sum(axis=1, keepdims=True))[:, 0:2]
 
 
 def distance_from_origin(qpos: np.ndarray) -> np.ndarray:
-    """``np.linalg.norm(qpos[0:2], ord=2)`` per row."""
-    return np.linalg.norm(qpos[:, 0:2], axis=1)
+    """``np.linalg.norm(qpos[0:2], ord=2)`` per row, with the arithmetic of this process's BLAS.
+
+    numpy's norm of a 1-D vector is ``sqrt(dot(x, x))``, a BLAS ``ddot``, and ``ddot``'s kernel
+    follows the CPU: OpenBLAS's SkylakeX kernel fuses the second product (fma(x1, x1, x0 x0)), its
+    Haswell and Zen kernels add two rounded products. `ddot2_form` finds out which one this process
+    runs; the rows are then computed in that arithmetic (the fused form through the exact
+    `mjvec.portable.fma`), or with one ``dot`` per row for a kernel that is neither.
+    """
+    x0, x1 = qpos[:, 0], qpos[:, 1]
+    form = ddot2_form()
+    if form == "plain":
+        return np.sqrt(x0 * x0 + x1 * x1)
+    if form == "fused":
+        return np.sqrt(portable.fma(x1, x1, x0 * x0))
+    return np.sqrt(np.array([np.dot(row, row) for row in qpos[:, 0:2]], dtype=np.float64))
+
+
+@functools.cache
+def ddot2_form() -> str:
+    """How this process's BLAS computes a two-element ``dot(x, x)``: "plain" (x0 x0 + x1 x1),
+    "fused" (fma(x1, x1, x0 x0)) or "other" (neither, on a fixed probe set of 1,024 vectors on
+    which the two forms differ often). Cached: the kernel is chosen once per process."""
+    k = np.arange(1, 2049, dtype=np.float64)
+    probe = (((k * 0.6180339887498949) % 1.0) * 7.0 - 3.5).reshape(-1, 2)  # fixed, well-spread values
+    got = np.array([np.dot(row, row) for row in probe])
+    x0, x1 = probe[:, 0], probe[:, 1]
+    if np.array_equal(got, x0 * x0 + x1 * x1):
+        return "plain"
+    if np.array_equal(got, portable.fma(x1, x1, x0 * x0)):
+        return "fused"
+    return "other"
 
 
 def ant_healthy(opts: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from mjvec import portable
 from mjvec.rotations import canonical_quat
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
@@ -125,8 +126,8 @@ def critic_blocks(obs: ObsInputs) -> Blocks:
         "closest_keypoint_max_dist": closest_kp,
         "closest_fingertip_dist": closest_tip,
         "lifted_object": xp.astype(state.lifted, xp.float64),
-        "progress": xp.log(xp.astype(state.progress, xp.float64) / 10.0 + 1.0),
-        "successes": xp.log(xp.astype(state.successes, xp.float64) + 1.0),
+        "progress": portable.log(xp.astype(state.progress, xp.float64) / 10.0 + 1.0),
+        "successes": portable.log(xp.astype(state.successes, xp.float64) + 1.0),
         "reward": 0.01 * state.last_reward,
     }
 

@@ -1,0 +1,171 @@
+"""mjvec.portable: accuracy against 120-bit references (mpmath), exactness of the emulated FMA against
+rational arithmetic, the same bits in numpy and torch (CPU), and the same bits whatever numpy's SIMD
+dispatch (a recorded digest of its outputs, checked again under other dispatches in
+tests/test_portability.py). Also: no module of mjvec calls a float function whose bits follow the
+CPU (numpy's, torch's or the C library's transcendental functions, BLAS) outside mjvec.portable."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from fractions import Fraction
+from pathlib import Path
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+
+from mjvec import portable as P
+
+mpmath.mp.prec = 120
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    return np.abs(got - ref) / np.spacing(np.abs(ref))
+
+
+def _golden(n: int, lo: float, hi: float) -> np.ndarray:
+    """n fixed, evenly spread values in [lo, hi) (no random generator needed)."""
+    return lo + (hi - lo) * ((np.arange(1, n + 1) * 0.6180339887498949) % 1.0)
+
+
+def _reference(function, *columns: np.ndarray) -> np.ndarray:
+    return np.array([float(function(*(mpmath.mpf(float(c)) for c in row))) for row in zip(*columns, strict=True)])
+
+
+CASES = {
+    "log": (P.log, mpmath.log, [np.concatenate([_golden(6000, 1e-6, 10.0), 2.0 ** _golden(3000, -1070, 1020),
+                                                2.0**-32 * np.arange(1, 2001), [1.0, 2.0, 0.5, 5e-324]])],
+            1.0),
+    "exp": (P.exp, mpmath.exp, [np.concatenate([_golden(6000, -5, 5), _golden(3000, -745, 709.7)])], 1.0),
+    "sin": (P.sin, mpmath.sin, [np.concatenate([_golden(8000, -100, 100), [0.0, np.pi, -np.pi / 2]])], 1.0),
+    "cos": (P.cos, mpmath.cos, [np.concatenate([_golden(8000, -100, 100), [0.0, np.pi, -np.pi / 2]])], 1.0),
+    "atan2": (P.atan2, mpmath.atan2, [_golden(8000, -5, 5), _golden(8000, -3, 7)[::-1]], 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_within_one_ulp_of_a_120_bit_reference(name: str) -> None:
+    ours, exact, columns, bound = CASES[name]
+    ref = _reference(exact, *columns)
+    got = ours(*columns)
+    ulps = _ulps(got, ref)
+    assert ulps.max() <= bound, (name, ulps.max(), columns[0][ulps.argmax()])
+    assert np.mean(got == ref) > 0.6  # mostly correctly rounded, not merely close
+
+
+def test_sin_cos_stay_within_two_ulps_up_to_1e5() -> None:
+    x = _golden(4000, -1e5, 1e5)
+    s, c = P.sincos(x)
+    assert _ulps(s, _reference(mpmath.sin, x)).max() <= 2.0
+    assert _ulps(c, _reference(mpmath.cos, x)).max() <= 2.0
+
+
+def test_special_values_are_numpys() -> None:
+    assert P.log(0.0) == -np.inf and P.log(np.inf) == np.inf
+    assert np.isnan(P.log(-1.0)) and np.isnan(P.log(np.nan))
+    assert P.exp(1000.0) == np.inf and P.exp(-1000.0) == 0.0 and np.isnan(P.exp(np.nan))
+    signed = [(0.0, -0.0), (-0.0, -0.0), (-0.0, 1.0), (0.0, 0.0), (1.0, -0.0), (-1.0, 0.0), (2.0, 2.0), (-3.0, -3.0)]
+    for y, x in signed:
+        ours, theirs = P.atan2(np.float64(y), np.float64(x)), np.arctan2(y, x)
+        assert ours == theirs and np.signbit(ours) == np.signbit(theirs), (y, x)
+
+
+def test_fma_is_one_rounding_of_the_exact_value() -> None:
+    a = _golden(20000, -3, 3) * 2.0 ** np.floor(_golden(20000, -30, 30))
+    b = _golden(20000, -2, 5)[::-1] * 2.0 ** np.floor(_golden(20000, -30, 30)[::-1])
+    p = a * b
+    cases = {
+        "cancelling": -p,
+        "near a tie": -(p + np.spacing(p) / 2 * np.where(np.arange(a.size) % 2 == 0, 1.0, -1.0)),
+        "one ulp off": np.nextafter(-p, 0.0),
+        "spread": _golden(20000, -1, 1) * np.abs(p) * 2.0 ** np.floor(_golden(20000, -60, 60)),
+    }
+    for name, c in cases.items():
+        ref = np.array([float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(a, b, c, strict=True)])
+        np.testing.assert_array_equal(P.fma(a, b, c), ref, err_msg=name)
+    # Where plain arithmetic rounds twice, the fused result differs (so the test above can fail).
+    assert np.any(P.fma(a, b, cases["spread"]) != a * b + cases["spread"])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_numpy_and_torch_give_the_same_bits(dtype) -> None:
+    """hypot is left out: it ends in the namespace's own sqrt, and torch 2.13's CPU sqrt is not
+    correctly rounded (1 ulp off on about 1 input in 80; CUDA's is)."""
+    x = _golden(10000, -20, 20).astype(dtype)
+    y = _golden(10000, -3, 3).astype(dtype)[::-1].copy()
+    for name, function, args in [("log", P.log, (np.abs(x) + dtype(1e-3),)), ("exp", P.exp, (x,)),
+                                 ("sin", P.sin, (x,)), ("cos", P.cos, (x,)), ("atan2", P.atan2, (y, x)),
+                                 ("fma", P.fma, (x, y, x))]:
+        host = function(*args)
+        device = function(*(torch.from_numpy(a) for a in args)).numpy()
+        assert host.dtype == device.dtype == dtype, name
+        np.testing.assert_array_equal(host, device, err_msg=name)
+
+
+def test_blocks_give_the_bits_of_one_pass() -> None:
+    x = _golden(3 * P._BLOCK + 17, -4, 4).reshape(-1, 1)
+    whole = P.sin(x)
+    pieces = np.concatenate([P.sin(x[i:i + 100]) for i in range(0, x.shape[0], 100)])
+    np.testing.assert_array_equal(whole, pieces)
+    assert whole.shape == x.shape
+
+
+def outputs_digest() -> str:
+    """A hash of every function's outputs on fixed inputs: the same on every CPU and dispatch."""
+    x = _golden(50000, -50, 50)
+    digest = hashlib.blake2b(digest_size=16)
+    for out in (P.log(np.abs(x) + 1e-9), P.exp(x / 10), *P.sincos(x), P.atan2(x, x[::-1]), P.hypot(x, x[::-1]),
+                P.fma(x, x[::-1], x)):
+        digest.update(np.ascontiguousarray(out).tobytes())
+    return digest.hexdigest()
+
+
+OUTPUTS_DIGEST = "f178febbc97b7b3e1825dd3582183ea5"
+
+
+def test_outputs_equal_the_recorded_digest() -> None:
+    assert outputs_digest() == OUTPUTS_DIGEST
+
+
+# Calls whose bits follow the CPU (numpy's SIMD dispatch, torch's kernels, the C library, BLAS).
+_CPU_DEPENDENT = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "asin", "acos", "atan", "atan2",
+                  "sinh", "cosh", "tanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "power", "pow",
+                  "hypot", "cbrt", "einsum", "dot", "vdot", "inner", "matmul", "tensordot"}
+# module -> calls it may make, and why they do not reach a trajectory through the CPU's arithmetic.
+_ALLOWED = {
+    # Reproduces Gymnasium's norm by asking this process's BLAS (the probe and the row-wise fallback).
+    "mjvec/tasks/gym_mujoco/terms.py": {"np.dot"},
+    # The Warp backend's host-side geometry for its own float32 tolerance checks, not a trajectory.
+    "mjvec/backends/warp/geometry.py": {"np.einsum"},
+}
+
+
+def _calls(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CPU_DEPENDENT:
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and owner.id in {"np", "xp", "math", "torch", "numpy"}:
+                found.add(f"{owner.id}.{node.func.attr}")
+    return found
+
+
+def test_no_module_calls_a_cpu_dependent_float_function() -> None:
+    offenders = {}
+    for path in sorted((REPO / "mjvec").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel == "mjvec/portable.py":
+            continue
+        calls = _calls(path) - _ALLOWED.get(rel, set())
+        if calls:
+            offenders[rel] = sorted(calls)
+    assert offenders == {}, f"use mjvec.portable instead of: {offenders}"
+
+
+def test_the_scan_finds_such_a_call(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import numpy as np\n\ndef f(x, xp):\n    return np.arctan2(x, x) + xp.log(x) + x.sum()\n")
+    assert _calls(module) == {"np.arctan2", "xp.log"}
