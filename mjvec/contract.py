@@ -47,6 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from mjvec.backends.base import Backend
 from mjvec.errors import ConfigError, allowed
 from mjvec.rng import EnvRandom
 from mjvec.xp import Rows
@@ -242,10 +243,10 @@ class EnvHooks(Protocol):
 
 @runtime_checkable
 class BackendHooks(Protocol):
-    """backend: the env's simulator backend (`mjvec.backends.base.Backend`): model-field writes
-    (`write_fields`) and declared state inputs (`write_input`) go through it."""
+    """backend: the env's simulator backend: model-field writes (`write_fields`) and declared state
+    inputs (`write_input`) go through it. A wrapper uses only what the `Backend` Protocol declares."""
 
-    backend: Any
+    backend: Backend
 
 
 @runtime_checkable
@@ -311,7 +312,7 @@ class PushHooks(Protocol):
 
     push_body_id: int
     push_mass: np.ndarray
-    backend: Any
+    backend: Backend
 
     def push_allowed(self) -> np.ndarray: ...
 
@@ -340,7 +341,7 @@ def protocol_members(protocol: type) -> tuple[str, ...]:
         if cls in (Protocol, object) or not getattr(cls, "_is_protocol", False):
             continue
         names.update(getattr(cls, "__annotations__", {}))
-        names.update(k for k, v in vars(cls).items() if callable(v) and not k.startswith("_"))
+        names.update(k for k, v in vars(cls).items() if (callable(v) or isinstance(v, property)) and not k.startswith("_"))
     return tuple(sorted(n for n in names if not n.startswith("_")))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import mjvec
 from mjvec import contract
-from mjvec.backends.base import Scene
+from mjvec.backends.base import Backend, Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.errors import ConfigError
 from mjvec.randomization import (
@@ -38,8 +38,24 @@ VECTOR_ENV = ("observation_space", "action_space", "single_action_space", "metad
               "closed", "autoreset_mode")
 
 
+BACKEND_MEMBERS = frozenset(contract.protocol_members(Backend))
+
+
+class BackendOnly:
+    """A real backend seen through exactly the `Backend` Protocol's members: anything else raises."""
+
+    def __init__(self, real: Any) -> None:
+        object.__setattr__(self, "_real", real)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in BACKEND_MEMBERS:
+            raise AttributeError(f"{name!r} is not part of the Backend Protocol; a wrapper must not touch it")
+        return getattr(self._real, name)
+
+
 class ContractOnly(gym.vector.VectorEnv):
-    """A real mjvec env seen through exactly the contract's members: anything else raises."""
+    """A real mjvec env seen through exactly the contract's members (its backend through exactly the
+    Backend Protocol's): anything else raises."""
 
     def __init__(self, real: gym.vector.VectorEnv) -> None:
         self._real = real
@@ -51,7 +67,8 @@ class ContractOnly(gym.vector.VectorEnv):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name not in MEMBERS:
             raise AttributeError(f"{name!r} is not part of mjvec.contract; a wrapper must not touch it")
-        return getattr(self._real, name)
+        value = getattr(self._real, name)
+        return BackendOnly(value) if name == "backend" else value
 
     @property
     def unwrapped(self) -> ContractOnly:

@@ -276,6 +276,11 @@ class Backend(Protocol):
     def env_id_offset(self) -> int: ...
 
     @property
+    def scene(self) -> Scene:
+        """The `Scene` the backend was built from (its variants and the fixed env -> variant map)."""
+        ...
+
+    @property
     def model(self) -> mujoco.MjModel:
         """The canonical compiled model: names, ids and sizes only; never the live values."""
         ...
@@ -297,6 +302,11 @@ class Backend(Protocol):
 
     def field_values(self, field_name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         """A copy (K, *tail) of the current values of a declared field for env_ids (all if None)."""
+        ...
+
+    def field_version(self, field_name: str) -> int:
+        """How many write batches have touched `field_name` (a host counter: a consumer that caches
+        a field, e.g. on a device, re-reads it only when this changes)."""
         ...
 
     def check_writes(self, writes: Sequence[FieldWrite]) -> None:
@@ -323,6 +333,12 @@ class Backend(Protocol):
     @property
     def xfrc_applied(self) -> Any: ...
 
+    def write_input(self, name: str, env_ids: Any, index: Any, values: Any) -> None:
+        """Set MjData state input `name` (one of `capabilities.inputs`) of local envs `env_ids` (None:
+        all) at rows `index` of its first per-env axis (None: the whole tail) to `values`, taking
+        effect at the next step. Everything is validated before anything is written."""
+        ...
+
     def step(self, nstep: int = 1) -> np.ndarray:
         """Advance every env by `nstep` physics steps.
 
@@ -342,6 +358,10 @@ class Backend(Protocol):
         whatever was written to it before the call. Other envs are untouched. Everything is validated
         (ids, shapes, finite values, and that the model has the field: `act` needs na > 0) before
         anything moves.
+
+        On a backend whose state is device arrays (`capabilities.array_namespace` "torch"), env_ids
+        may instead be a (num_envs,) bool device mask, with (num_envs, *tail) arrays whose masked
+        rows are used: nothing is then read back to the host.
         """
         ...
 

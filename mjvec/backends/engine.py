@@ -100,6 +100,10 @@ class Engine(Protocol):
     def forked_away(self) -> None:
         """In a forked child: keep alive (never free) what the child cannot release."""
 
-    # Engines whose state arrays are device arrays (`Capabilities.array_namespace` "torch") also take
-    # `reset_where(mask, state)`: the reset of a (num_envs,) device bool mask, with (num_envs, *tail)
-    # state arrays whose masked rows are used, reading nothing back to the host.
+
+class DeviceEngine(Engine, Protocol):
+    """An engine whose state arrays are device arrays (`Capabilities.array_namespace` "torch")."""
+
+    def reset_where(self, mask: Any, state: Mapping[str, Any]) -> None:
+        """The reset of a (num_envs,) device bool mask, with (num_envs, *tail) state arrays whose
+        masked rows are used (mj_resetData, the state, one forward), reading nothing back to the host."""

@@ -19,7 +19,7 @@ engine (`mujoco.batch`, mjvec.backends.cpu) and the Warp engine (mujoco_warp, mj
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import mujoco
 import numpy as np
@@ -46,7 +46,7 @@ from mjvec.backends.checks import (
     check_write,
     validate_env_ids,
 )
-from mjvec.backends.engine import Checked, Engine, Split
+from mjvec.backends.engine import Checked, DeviceEngine, Engine, Split
 from mjvec.backends.groupviews import GroupViews
 from mjvec.backends.lifetime import Lifetime
 from mjvec.backends.variants import Routing, canonical_model, make_groups, model_arrays
@@ -290,7 +290,7 @@ class GroupedBackend(Lifetime):
         if self._engine.whole_groups:
             self._views.scatter_inputs()
         if masked:
-            self._engine.reset_where(env_ids, state)  # type: ignore[attr-defined]
+            cast(DeviceEngine, self._engine).reset_where(env_ids, state)
             self._views.gather()
             return
         self._engine.reset(self._sorted_split(ids), state)

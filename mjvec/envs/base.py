@@ -90,6 +90,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from mjvec.backends.base import Backend
 from mjvec.contract import HookSlots, Lifecycle, ObsEvent, ObsTransform
 from mjvec.envs.arrays import resolve_output, to_numpy
 from mjvec.envs.autoreset import (
@@ -132,7 +133,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
 
     def __init__(
         self,
-        backend: Any,
+        backend: Backend,
         *,
         single_observation_space: gym.Space,
         single_action_space: gym.spaces.Box,

@@ -26,6 +26,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
+from mjvec.backends.base import Backend
 from mjvec.envs.arrays import to_numpy
 from mjvec.envs.guard import call_exclusive, exclusive
 from mjvec.errors import ClosedError, ConfigError, RenderError, is_int
@@ -54,7 +55,7 @@ class VariantRenderer:
     camera: a camera name or id of the scene, or -1 for MuJoCo's default free camera.
     """
 
-    def __init__(self, backend: Any, size: tuple[int, int], camera: str | int = -1) -> None:
+    def __init__(self, backend: Backend, size: tuple[int, int], camera: str | int = -1) -> None:
         if (
             not isinstance(size, tuple)
             or len(size) != 2

@@ -8,10 +8,9 @@ the input at the next step.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from mjvec.backends.base import Backend
 from mjvec.errors import CapabilityError, allowed
 
 
@@ -21,7 +20,7 @@ class StateInput:
     Raises CapabilityError at construction when the backend does not declare `name`.
     """
 
-    def __init__(self, backend: Any, name: str, *, who: str) -> None:
+    def __init__(self, backend: Backend, name: str, *, who: str) -> None:
         inputs = frozenset(backend.capabilities.inputs)
         if name not in inputs:
             raise CapabilityError(
