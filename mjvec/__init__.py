@@ -4,10 +4,11 @@
 suite as mjvec/Ant-v5, mjvec/HalfCheetah-v5, mjvec/Hopper-v5, mjvec/Walker2d-v5, mjvec/Humanoid-v5) with Gymnasium, so
 `gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu")` works afterwards (equivalently,
 `gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`). Tasks of your own register through
-`mjvec.envs.tasks.register_task`.
+`mjvec.envs.tasks.register_task`; an installed package's tasks register at import through a
+``mjvec.tasks`` entry point (`mjvec.tasks`).
 """
 
-from mjvec import _moved
+from mjvec import _moved, tasks
 from mjvec.errors import (
     ActionError,
     CapabilityError,
@@ -21,9 +22,6 @@ from mjvec.errors import (
     RenderError,
     ResetNeededError,
 )
-from mjvec.tasks import gym_mujoco
-from mjvec.tasks.cube_rotate import registration as cube_rotate_registration
-from mjvec.tasks.simtoolreal import registration
 from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 __version__ = "0.1.0"
@@ -34,10 +32,9 @@ _moved.install()  # the module paths of before the one-package-per-task layout k
 
 
 def register_envs() -> None:
-    """Register mjvec's tasks with Gymnasium (idempotent)."""
-    registration.register_envs()
-    cube_rotate_registration.register_envs()
-    gym_mujoco.register_envs()
+    """Register mjvec's tasks, and those of installed ``mjvec.tasks`` entry points, with Gymnasium
+    (idempotent; `mjvec.tasks.register_envs`)."""
+    tasks.register_envs()
 
 
 register_envs()

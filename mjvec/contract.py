@@ -341,7 +341,8 @@ def protocol_members(protocol: type) -> tuple[str, ...]:
         if cls in (Protocol, object) or not getattr(cls, "_is_protocol", False):
             continue
         names.update(getattr(cls, "__annotations__", {}))
-        names.update(k for k, v in vars(cls).items() if (callable(v) or isinstance(v, property)) and not k.startswith("_"))
+        names.update(k for k, v in vars(cls).items()
+                     if (callable(v) or isinstance(v, property)) and not k.startswith("_"))
     return tuple(sorted(n for n in names if not n.startswith("_")))
 
 

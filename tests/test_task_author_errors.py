@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mjvec.envs.tasks import unregister_task
+from mjvec.envs.tasks import register_task, unregister_task
 from mjvec.errors import ConfigError
 from tests import third_task as T
 
@@ -37,7 +37,7 @@ def _register(**changes):
                 variants=lambda opts: (T.NUM_POLES, T.pole_spec),
                 env_kwargs=lambda opts: {"threshold": opts.threshold, "max_steps": T.DEFAULT_MAX_STEPS})
     args.update(changes)
-    return T.register_task(ID, **args)
+    return register_task(ID, **args)
 
 
 def _step_once(env_class: type) -> None:

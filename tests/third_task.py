@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from mjvec.envs.base import MjVecEnv
-from mjvec.envs.tasks import TaskOptions, register_task, registered_tasks
+from mjvec.envs.tasks import TaskOptions, register_once
 from mjvec.errors import ConfigError
 from mjvec.randomization import ObservationNoise
 
@@ -105,10 +105,8 @@ def noisy(env: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
 
 # ---- 4. registration ----------------------------------------------------------------------------------
 def register() -> None:
-    """Register PoleBalance-v0 once per process."""
-    if ENV_ID in registered_tasks():
-        return
-    register_task(
+    """Register PoleBalance-v0 (once per process: a second call finds it registered)."""
+    register_once(
         ENV_ID,
         env_class=PoleBalanceEnv,
         options=PoleBalanceOptions,

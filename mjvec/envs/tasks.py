@@ -340,6 +340,21 @@ def register_task(
     return task
 
 
+def register_once(env_id: str, **kwargs: Any) -> Task:
+    """`register_task(env_id, **kwargs)`, or the task already registered under `env_id` by an earlier
+    call with the same env class (a task package's `register_envs` may run more than once: at
+    ``import mjvec`` and when called again). Another class under the id raises ConfigError."""
+    task = _TASKS.get(env_id)
+    if task is None:
+        return register_task(env_id, **kwargs)
+    if task.env_class is not kwargs.get("env_class"):
+        raise ConfigError(
+            f"{env_id!r} is already registered with env class {task.env_class.__name__}, not "
+            f"{getattr(kwargs.get('env_class'), '__name__', kwargs.get('env_class'))!r}; pick another id"
+        )
+    return task
+
+
 def unregister_task(env_id: str) -> None:
     """Remove a task registered with `register_task` (from Gymnasium too); ConfigError if unknown."""
     if env_id not in _TASKS:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
+from mjvec.envs.tasks import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, is_int
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 from mjvec.tasks.cube_rotate.env import CubeRotateEnv
@@ -72,9 +72,7 @@ def _catalog() -> CubeCatalog:
 
 def register_envs() -> Task:
     """Register CubeRotate-v0 (idempotent: a second call returns the registered task)."""
-    if ENV_ID in registered_tasks():
-        return registered_tasks()[ENV_ID]
-    return register_task(
+    return register_once(
         ENV_ID,
         env_class=CubeRotateEnv,
         options=CubeRotateOptions,

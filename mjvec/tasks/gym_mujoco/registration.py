@@ -14,7 +14,7 @@ from typing import Any
 
 import mujoco
 
-from mjvec.envs.tasks import Task, register_task, registered_tasks
+from mjvec.envs.tasks import Task, register_once
 from mjvec.tasks.gym_mujoco.env import GymMujocoEnv
 from mjvec.tasks.gym_mujoco.presets import locomotion
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
@@ -30,7 +30,7 @@ def _xml_path(task: TaskDef, opts: Any) -> Path:
 
 
 def _register(task: TaskDef) -> Task:
-    return register_task(
+    return register_once(
         task.env_id,
         env_class=GymMujocoEnv,
         options=task.options,
@@ -46,5 +46,4 @@ def _variant(path: Path, v: int) -> mujoco.MjSpec:
 
 def register_envs() -> tuple[Task, ...]:
     """Register the five tasks (idempotent: a second call returns the registered ones)."""
-    registered = registered_tasks()
-    return tuple(registered[t.env_id] if t.env_id in registered else _register(t) for t in TASKS.values())
+    return tuple(_register(t) for t in TASKS.values())

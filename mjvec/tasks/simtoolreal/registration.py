@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mjvec.assets.tools import TOOL_GEOMETRIES
-from mjvec.envs.tasks import Task, TaskOptions, register_task, registered_tasks
+from mjvec.envs.tasks import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
@@ -96,9 +96,7 @@ def _env_kwargs(opts: SimToolRealOptions) -> dict[str, Any]:
 
 def register_envs() -> Task:
     """Register SimToolReal-v0 (idempotent: a second call returns the registered task)."""
-    if ENV_ID in registered_tasks():
-        return registered_tasks()[ENV_ID]
-    return register_task(
+    return register_once(
         ENV_ID,
         env_class=SimToolRealEnv,
         options=SimToolRealOptions,
