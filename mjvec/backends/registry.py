@@ -19,7 +19,7 @@ from typing import Any
 
 from mjvec.backends.base import Scene
 from mjvec.backends.determinism import check_deterministic
-from mjvec.errors import ConfigError, allowed, install_hint
+from mjvec.errors import ConfigError, allowed, install_hint, is_int
 
 
 @dataclass(frozen=True)
@@ -82,18 +82,84 @@ def check_backend_options(name: str, *, num_threads: int | None = None, device: 
     return entry
 
 
+@dataclass(frozen=True)
+class BackendRequest:
+    """A backend by name with its options, checked once, at construction (`check_backend_options`,
+    the determinism flag, the int options): the one value `make_vec` hands to the memory estimate
+    and then to the build, so both see the same backend, device and buffer sizes.
+
+    num_threads: thread-pool size of a threaded backend (None: its default); refused elsewhere.
+    device: where state lives (None: the backend's default device); refused by host-only backends.
+    nconmax, njmax: buffer sizes per world of a backend with fixed buffers (`BackendEntry.buffer_sizes`);
+        None: its default. Refused elsewhere.
+    deterministic: ask the engine for run-to-run bit-identical results (every backend takes it;
+        `capabilities.determinism` says what the built backend keeps).
+    state_namespace: "numpy" to get numpy state views whatever the backend keeps (`HostViews`:
+        shared memory on a CPU device, host mirrors on a GPU); None for the backend's own arrays.
+    """
+
+    name: str
+    num_threads: int | None = None
+    device: str | None = None
+    nconmax: int | None = None
+    njmax: int | None = None
+    deterministic: bool = False
+    state_namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        check_backend_options(self.name, num_threads=self.num_threads, device=self.device,
+                              state_namespace=self.state_namespace, nconmax=self.nconmax, njmax=self.njmax)
+        for label in ("num_threads", "nconmax", "njmax"):
+            value = getattr(self, label)
+            if value is not None and not (is_int(value) and value >= 1):
+                raise ConfigError(f"{label} must be an int >= 1 or None, got {value!r}")
+        object.__setattr__(self, "deterministic", check_deterministic(self.deterministic))
+
+    @property
+    def entry(self) -> BackendEntry:
+        return BACKENDS[self.name]
+
+    @property
+    def resolved_device(self) -> str | None:
+        """The device the backend will keep its state on (None for a host-only backend)."""
+        entry = self.entry
+        return None if entry.default_device is None else (self.device or entry.default_device)
+
+    def estimate_memory(self, model: Any, bound_fields: tuple[str, ...] = ()) -> Any:
+        """The `mjvec.backends.memory.BackendMemory` per env of this backend over compiled `model`,
+        before anything is allocated (the Warp estimator builds one- and two-world probes on the device)."""
+        entry = self.entry
+        module, function = entry.memory.split(":")
+        estimator = getattr(importlib.import_module(module), function)
+        if entry.default_device is None:
+            return estimator(model, bound_fields)
+        sizes = {"nconmax": self.nconmax, "njmax": self.njmax} if entry.buffer_sizes else {}
+        return estimator(model, bound_fields, device=self.resolved_device, **sizes)
+
+    def build(self, scene: Scene, *, progress: bool = True) -> Any:
+        """The backend over `scene` (raises ConfigError where its extra is not installed)."""
+        entry = self.entry
+        cls = getattr(importlib.import_module(entry.module), entry.cls)
+        kwargs: dict[str, Any] = {"progress": progress, "deterministic": self.deterministic}
+        if entry.threads:
+            kwargs["num_threads"] = self.num_threads
+        if entry.default_device is not None:
+            kwargs["device"] = self.resolved_device
+        if entry.buffer_sizes:
+            kwargs.update(nconmax=self.nconmax, njmax=self.njmax)
+        backend = cls(scene, **kwargs)
+        if self.state_namespace == "numpy" and backend.capabilities.array_namespace != "numpy":
+            from mjvec.backends.host import HostViews
+
+            return HostViews(backend)
+        return backend
+
+
 def estimate_backend_memory(name: str, model: Any, bound_fields: tuple[str, ...] = (), *,
                             device: str | None = None, nconmax: int | None = None,
                             njmax: int | None = None) -> Any:
-    """The `mjvec.backends.memory.BackendMemory` per env of backend `name` over compiled `model`,
-    before anything is allocated (the Warp estimator builds one- and two-world probes on `device`)."""
-    entry = check_backend_options(name, device=device, nconmax=nconmax, njmax=njmax)
-    module, function = entry.memory.split(":")
-    estimator = getattr(importlib.import_module(module), function)
-    if entry.default_device is None:
-        return estimator(model, bound_fields)
-    sizes = {"nconmax": nconmax, "njmax": njmax} if entry.buffer_sizes else {}
-    return estimator(model, bound_fields, device=device or entry.default_device, **sizes)
+    """`BackendRequest(name, device=..., nconmax=..., njmax=...).estimate_memory(model, bound_fields)`."""
+    return BackendRequest(name, device=device, nconmax=nconmax, njmax=njmax).estimate_memory(model, bound_fields)
 
 
 def make_backend(
@@ -108,36 +174,11 @@ def make_backend(
     nconmax: int | None = None,
     njmax: int | None = None,
 ) -> Any:
-    """The backend `name` over `scene`.
-
-    num_threads: thread-pool size of a threaded backend (None: its default); refused elsewhere.
-    device: where state lives (None: the backend's default device).
-    nconmax, njmax: buffer sizes per world of a backend with fixed buffers (`BackendEntry.buffer_sizes`);
-        None: its default. Refused elsewhere.
-    deterministic: ask the engine for run-to-run bit-identical results (every backend takes it;
-        `capabilities.determinism` says what the built backend keeps).
-    state_namespace: "numpy" to get numpy state views whatever the backend keeps (`HostViews`:
-        shared memory on a CPU device, host mirrors on a GPU); None for the backend's own arrays.
-    Raises ConfigError for an unknown name, an option the backend does not take, or a backend
-    whose extra is not installed.
-    """
-    entry = check_backend_options(name, num_threads=num_threads, device=device, state_namespace=state_namespace,
-                                  nconmax=nconmax, njmax=njmax)
-    deterministic = check_deterministic(deterministic)
-    cls = getattr(importlib.import_module(entry.module), entry.cls)
-    kwargs: dict[str, Any] = {"progress": progress, "deterministic": deterministic}
-    if entry.threads:
-        kwargs["num_threads"] = num_threads
-    if entry.default_device is not None:
-        kwargs["device"] = entry.default_device if device is None else device
-    if entry.buffer_sizes:
-        kwargs.update(nconmax=nconmax, njmax=njmax)
-    backend = cls(scene, **kwargs)
-    if state_namespace == "numpy" and backend.capabilities.array_namespace != "numpy":
-        from mjvec.backends.host import HostViews
-
-        return HostViews(backend)
-    return backend
+    """The backend `name` over `scene`, with the options of `BackendRequest` (which see). Raises
+    ConfigError for an unknown name, an option the backend does not take, or a backend whose extra
+    is not installed."""
+    return BackendRequest(name, num_threads=num_threads, device=device, nconmax=nconmax, njmax=njmax,
+                          deterministic=deterministic, state_namespace=state_namespace).build(scene, progress=progress)
 
 
 def backend_status() -> dict[str, str]:

@@ -44,7 +44,7 @@ import mujoco
 from gymnasium.vector import VectorEnv
 
 from mjvec.backends.base import Scene
-from mjvec.backends.registry import backend_entry, check_backend_options, estimate_backend_memory, make_backend
+from mjvec.backends.registry import BackendRequest, backend_entry
 from mjvec.envs import memory
 from mjvec.envs.base import MAX_GLOBAL_ID, MjVecEnv
 from mjvec.envs.options import TaskOptions
@@ -138,25 +138,16 @@ class Task:
                 f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
                 "lower env_id_offset or num_envs"
             )
-        # The task runs where the backend keeps its state when it can (no per-step host round trip
-        # on a device); a numpy-only task, or task_namespace="numpy", gets host views.
-        takes_device = backend_entry(opts.backend).default_device is not None
-        host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
-        device = opts.device if takes_device else None
-        check_backend_options(opts.backend, num_threads=opts.num_threads, device=device, nconmax=opts.nconmax,
-                              njmax=opts.njmax)
+        request, host = self.placement(opts)
         num_variants, make_variant = self.checked_variants(opts)
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
-        estimate = self.estimate_memory(num_envs, opts, model)
-        memory.check_fits(estimate)
+        memory.check_fits(self._estimate(num_envs, opts, model, request, host))
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
                       env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
-        backend = make_backend(opts.backend, scene, num_threads=opts.num_threads, device=device,
-                               state_namespace="numpy" if host else None, deterministic=opts.deterministic,
-                               nconmax=opts.nconmax, njmax=opts.njmax)
+        backend = request.build(scene)
         try:
             env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
         except Exception:
@@ -172,6 +163,20 @@ class Task:
         except Exception:
             env.close()  # frees the backend too
             raise
+
+    def placement(self, opts: TaskOptions) -> tuple[BackendRequest, bool]:
+        """Where a build with `opts` runs: (the backend request, checked once, whether the task
+        layer runs on host views). The task runs where the backend keeps its state when it can (no
+        per-step host round trip on a device); a numpy-only task, or task_namespace="numpy", gets
+        host views. `device` goes to the backend only where it takes one (for the CPU backend it is
+        the output device of torch arrays)."""
+        takes_device = backend_entry(opts.backend).default_device is not None
+        host = opts.task_namespace == "numpy" or "torch" not in self.namespaces
+        request = BackendRequest(opts.backend, num_threads=opts.num_threads,
+                                 device=opts.device if takes_device else None, nconmax=opts.nconmax,
+                                 njmax=opts.njmax, deterministic=opts.deterministic,
+                                 state_namespace="numpy" if host else None)
+        return request, host
 
     def make_single(self, **kwargs: Any) -> gym.Env:
         """The single-env entry point: env 0 of a one-env vector env, autoreset disabled. Refused
@@ -192,19 +197,19 @@ class Task:
                         ) -> memory.MemoryEstimate:
         """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts` over compiled variant
         `model` (None: the first variant in use), before anything is built: the backend's own per-env
-        bytes (its estimator, `mjvec.backends.registry.estimate_backend_memory`) and what the env class
+        bytes (its estimator, `mjvec.backends.registry.BackendRequest.estimate_memory`) and what the env class
         declares (`MjVecEnv.memory_needs`)."""
         if model is None:
             num_variants, make_variant = self.checked_variants(opts)
             model = make_variant(opts.env_id_offset % num_variants).compile()
-        takes_device = backend_entry(opts.backend).default_device is not None
+        return self._estimate(num_envs, opts, model, *self.placement(opts))
+
+    def _estimate(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel, request: BackendRequest,
+                  host: bool) -> memory.MemoryEstimate:
         needs = self.env_class.memory_needs(opts)
-        backend = estimate_backend_memory(opts.backend, model, needs.bound_fields,
-                                          device=opts.device if takes_device else None, nconmax=opts.nconmax,
-                                          njmax=opts.njmax)
-        on_device = opts.task_namespace != "numpy" and "torch" in self.namespaces
+        backend = request.estimate_memory(model, needs.bound_fields)
         return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
-                                      task_on_device=on_device)
+                                      task_on_device=not host)
 
 
 def _checked_variant(env_id: str, make_variant: Callable[[int], Any], v: int) -> mujoco.MjSpec:
