@@ -68,7 +68,7 @@ from mjvec.tasks.simtoolreal.curriculum import Reducer
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
 from mjvec.tasks.simtoolreal.state import initial_state, new_state
-from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, evaluate, measure, object_pose
+from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, commit, evaluate, measure, object_pose
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.xp import Rows
 from mjvec.xp import copy_array as _copy
@@ -300,7 +300,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
                          active)
         if self._critic:
             self._measured = measured
-        state.commit(active, terms)
+        commit(state, active, terms)
         new_goal = Rows.of_mask(terms.success & ~terms.terminated)
         if new_goal.any():
             self._next_goal(new_goal)

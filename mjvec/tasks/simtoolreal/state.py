@@ -27,7 +27,6 @@ from mjvec.xp import Rows, namespace_of
 
 if TYPE_CHECKING:
     from mjvec.rng import EnvRandom
-    from mjvec.tasks.simtoolreal.step_terms import StepTerms
 
 Zeros = Callable[[tuple[int, ...], Any], Array]  # zeros(tail, dtype) -> (N, *tail) zeros where the state lives
 
@@ -85,21 +84,6 @@ class TaskState:
         rows.put(self.successes, 0)
         rows.put(self.progress, 0)
         rows.put(self.last_reward, 0.0)
-
-    def commit(self, active: Array, terms: StepTerms) -> None:
-        """Copy the step's new values into the state for the evaluated (`active`) envs only."""
-        updates = (
-            (self.lifted, terms.lifted), (self.closest_fingertip_dist, terms.closest_fingertip_dist),
-            (self.closest_keypoint_dist, terms.closest_keypoint_dist), (self.near_goal_steps, terms.near_goal_steps),
-            (self.successes, terms.successes), (self.progress, terms.progress), (self.last_reward, terms.reward),
-        )
-        for buf, new in updates:
-            if isinstance(buf, np.ndarray):
-                np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)), casting="unsafe")
-            else:
-                xp = namespace_of(buf)
-                mask = xp.reshape(active, (-1, *(1,) * (buf.ndim - 1)))
-                buf[...] = xp.where(mask, xp.astype(new, buf.dtype), buf)
 
 
 def new_state(num_envs: int, cfg: SimToolRealConfig, indices: TaskIndices, zeros: Zeros, asarray: AsArray,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+import numpy as np
+
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, TaskIndices
@@ -147,3 +149,19 @@ def reward_terms(cfg: SimToolRealConfig, approach: Array, lift: Array, just_lift
         "arm_speed": arm_pen,
         "hand_speed": hand_pen,
     }
+
+
+def commit(state: TaskState, active: Array, terms: StepTerms) -> None:
+    """Copy the step's new values into `state` for the evaluated (`active`) envs only."""
+    updates = (
+        (state.lifted, terms.lifted), (state.closest_fingertip_dist, terms.closest_fingertip_dist),
+        (state.closest_keypoint_dist, terms.closest_keypoint_dist), (state.near_goal_steps, terms.near_goal_steps),
+        (state.successes, terms.successes), (state.progress, terms.progress), (state.last_reward, terms.reward),
+    )
+    for buf, new in updates:
+        if isinstance(buf, np.ndarray):
+            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)), casting="unsafe")
+        else:
+            xp = namespace_of(buf)
+            mask = xp.reshape(active, (-1, *(1,) * (buf.ndim - 1)))
+            buf[...] = xp.where(mask, xp.astype(new, buf.dtype), buf)
