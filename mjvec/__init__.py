@@ -4,7 +4,7 @@
 suite as mjvec/Ant-v5, mjvec/HalfCheetah-v5, mjvec/Hopper-v5, mjvec/Walker2d-v5, mjvec/Humanoid-v5) with Gymnasium, so
 `gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu")` works afterwards (equivalently,
 `gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`). Tasks of your own register through
-`mjvec.envs.tasks.register_task`; an installed package's tasks register at import through a
+`mjvec.envs.registry.register_task`; an installed package's tasks register at import through a
 ``mjvec.tasks`` entry point (`mjvec.tasks`).
 """
 

@@ -37,11 +37,14 @@ MOVED_MODULES = {
     "mjvec.randomization.hooks": "mjvec.contract",
     "mjvec.envs.lifecycle": "mjvec.contract",
     "mjvec.cli_rollout": "mjvec.cli.rollout",
+    "mjvec.envs.tasks": "mjvec.envs.registry",
 }
+# The old paths are served until this release, then removed (the warning names it).
+REMOVED_IN = "0.3.0"
 
 
 def _warn(old: str, new: str) -> None:
-    warnings.warn(f"{old} moved to {new}; import it from there (the old path will be removed)",
+    warnings.warn(f"{old} moved to {new}; import it from there (the old path will be removed in mjvec {REMOVED_IN})",
                   DeprecationWarning, stacklevel=3)
 
 

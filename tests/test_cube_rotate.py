@@ -13,7 +13,7 @@ import pytest
 
 import mjvec  # noqa: F401  (registers the tasks)
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
-from mjvec.envs.tasks import wrapper_bytes_per_env
+from mjvec.envs.registry import wrapper_bytes_per_env
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.randomization import DomainRandomization, EventTerm, ObservationNoise
 from mjvec.tasks.cube_rotate import scene as C

@@ -19,7 +19,7 @@ import pytest
 import mjvec
 from mjvec.backends.base import FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
-from mjvec.envs.tasks import registered_tasks
+from mjvec.envs.registry import registered_tasks
 from mjvec.randomization import DomainRandomization, EventTerm
 from mjvec.tasks.simtoolreal.scene import OBJECT_BODY_NAME, default_catalog, scene_spec
 from tests import dr_matrix as M

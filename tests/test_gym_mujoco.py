@@ -265,7 +265,7 @@ def test_option_errors_name_the_option_and_the_fix(kwargs, error, match):
 
 
 def test_memory_estimate_counts_the_persistent_mjdata_of_contact_force_tasks():
-    from mjvec.envs.tasks import get_task
+    from mjvec.envs.registry import get_task
 
     task = get_task("mjvec/Ant-v5")
     model = load_spec(resolve_xml("ant.xml")).compile()

@@ -63,7 +63,7 @@ GROWTH = """
 import json, sys
 import gymnasium as gym, mjvec, numpy as np
 import warnings; warnings.simplefilter("ignore")
-from mjvec.envs.tasks import get_task, wrapper_bytes_per_env
+from mjvec.envs.registry import get_task, wrapper_bytes_per_env
 
 def rss():
     for line in open("/proc/self/status"):

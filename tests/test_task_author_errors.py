@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from mjvec.envs.tasks import register_task, unregister_task
+from mjvec.envs.registry import register_task, unregister_task
 from mjvec.errors import ConfigError
 from tests import third_task as T
 
@@ -26,7 +26,7 @@ ID = "AuthorMistake-v0"
 @pytest.fixture(autouse=True)
 def _unregister():
     yield
-    from mjvec.envs.tasks import registered_tasks
+    from mjvec.envs.registry import registered_tasks
 
     if ID in registered_tasks():
         unregister_task(ID)

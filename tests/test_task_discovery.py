@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 
 import mjvec
-from mjvec.envs.tasks import register_once, registered_tasks
+from mjvec.envs.registry import register_once, registered_tasks
 from mjvec.errors import ConfigError
 from mjvec.tasks import task_packages
 from mjvec.tasks.cube_rotate.env import CubeRotateEnv

@@ -1,4 +1,4 @@
-"""The shared task path (`mjvec.envs.tasks`) with a third task written on the public API only
+"""The shared task path (`mjvec.envs.registry`) with a third task written on the public API only
 (tests/third_task.py): its envs against plain mujoco, its own and the shared options, its presets,
 the CLI listing it, the memory estimate it declares, and every registration error."""
 
@@ -13,8 +13,8 @@ import pytest
 
 import mjvec
 from mjvec.cli import commands as cli
-from mjvec.envs import tasks
-from mjvec.envs.tasks import TaskOptions, register_task, unregister_task
+from mjvec.envs import registry
+from mjvec.envs.registry import TaskOptions, register_task, unregister_task
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.randomization import EventTerm
 from tests import third_task
@@ -116,7 +116,7 @@ def test_duplicate_ids_and_malformed_registrations_are_refused():
         register_task("Other-v0", env_class=PoleBalanceEnv, variants=3)
     with pytest.raises(ConfigError, match=r"namespaces must be \('numpy',\) or \('numpy', 'torch'\), got \('torch',\)"):
         register_task("Other-v0", namespaces=("torch",), **kw)
-    assert "Other-v0" not in tasks.registered_tasks() and "Other-v0" not in gym.registry
+    assert "Other-v0" not in registry.registered_tasks() and "Other-v0" not in gym.registry
     with pytest.raises(ConfigError, match=r"'Other-v0' is not a registered task"):
         unregister_task("Other-v0")
 
@@ -133,19 +133,19 @@ def test_register_and_unregister_a_task_with_gymnasium():
         unregister_task("PoleBalance-v9")
     assert "PoleBalance-v9" not in gym.registry
     with pytest.raises(ConfigError, match=r"'PoleBalance-v9' is not a registered mjvec task"):
-        tasks.get_task("PoleBalance-v9")
+        registry.get_task("PoleBalance-v9")
 
 
 def test_cli_lists_every_registered_task(capsys):
     assert cli.main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [cli.task_line(env_id) for env_id in sorted(tasks.registered_tasks())]
+    assert lines == [cli.task_line(env_id) for env_id in sorted(registry.registered_tasks())]
     assert {"CubeRotate-v0", "SimToolReal-v0", ENV_ID} <= {line.split()[0] for line in lines}
     assert f"{ENV_ID}  tests.third_task:PoleBalanceEnv  presets: noisy" in lines
 
 
 def test_memory_estimate_uses_what_the_task_declares():
-    task = tasks.get_task(ENV_ID)
+    task = registry.get_task(ENV_ID)
     opts = task.parse_options({})
     estimate = task.estimate_memory(1000, opts)
     assert estimate.per_env["task"] == 0 and "wrappers" not in estimate.per_env
@@ -154,9 +154,9 @@ def test_memory_estimate_uses_what_the_task_declares():
     terms = (EventTerm("dof_damping", 2.0, 3.0, targets=("hinge",)),)
     env = gym.make_vec(ENV_ID, num_envs=2, randomization=terms)
     # The wrapper reports its own state: its draws and timer, and the backend's two per-env rows of dof_damping.
-    assert tasks.wrapper_bytes_per_env(env) == 8 * model.nv + 8 + 2 * 8 * model.nv
+    assert registry.wrapper_bytes_per_env(env) == 8 * model.nv + 8 + 2 * 8 * model.nv
     with pytest.raises(ConfigError, match=r"got \['bytes_per_env'\]: the memory arguments were removed.*memory_needs"):
-        tasks.register_task("Removed-v0", env_class=PoleBalanceEnv, variants=lambda o: (1, pole_spec),
+        registry.register_task("Removed-v0", env_class=PoleBalanceEnv, variants=lambda o: (1, pole_spec),
                             bytes_per_env=lambda o: 64)
 
 
@@ -165,10 +165,10 @@ def test_shared_options_are_one_dataclass_for_every_task():
     assert shared == {"backend", "num_threads", "device", "array_backend", "autoreset_mode", "render_mode",
                       "render_size", "env_id_offset", "randomization", "record_episode_statistics",
                       "max_episode_steps", "task_namespace", "deterministic", "nconmax", "njmax"}
-    for env_id, task in tasks.registered_tasks().items():
+    for env_id, task in registry.registered_tasks().items():
         assert issubclass(task.options, TaskOptions), env_id
         assert shared <= {f.name for f in dataclasses.fields(task.options)}
-    assert mjvec.ENV_ID in tasks.registered_tasks()
+    assert mjvec.ENV_ID in registry.registered_tasks()
 
 
 def test_each_variant_is_built_and_compiled_once_per_make_vec() -> None:

@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from mjvec.envs.base import MjVecEnv
-from mjvec.envs.tasks import TaskOptions, register_once
+from mjvec.envs.registry import TaskOptions, register_once
 from mjvec.errors import ConfigError
 from mjvec.randomization import ObservationNoise
 

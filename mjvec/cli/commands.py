@@ -35,7 +35,7 @@ import numpy as np
 import mjvec
 from mjvec.backends.registry import backend_status
 from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options, resolve_env_id
-from mjvec.envs.tasks import get_task
+from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError, MjvecError
 from mjvec.tasks.simtoolreal.registration import ENV_ID
 

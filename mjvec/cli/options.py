@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from mjvec.envs.tasks import registered_tasks
+from mjvec.envs.registry import registered_tasks
 from mjvec.errors import ConfigError
 
 # Env options a command sets itself: --option NAME=... is refused with what to use instead.
@@ -51,7 +51,7 @@ def parse_options(pairs: Sequence[str], command: str = "info") -> dict[str, Any]
 
 
 def mjvec_env_ids() -> list[str]:
-    """The ids of every task registered through `mjvec.envs.tasks.register_task`, sorted."""
+    """The ids of every task registered through `mjvec.envs.registry.register_task`, sorted."""
     return sorted(registered_tasks())
 
 

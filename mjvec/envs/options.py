@@ -1,7 +1,7 @@
 """`TaskOptions`: the keyword options every task accepts, validated once, here.
 
 A task's own options class subclasses it (a frozen dataclass) and validates its own fields after
-calling this one's `__post_init__`; `mjvec.envs.tasks.register_task` takes it.
+calling this one's `__post_init__`; `mjvec.envs.registry.register_task` takes it.
 """
 
 from __future__ import annotations

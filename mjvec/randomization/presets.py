@@ -1,6 +1,6 @@
 """The `randomization=` argument of `gym.make_vec`: its checks and how it wraps an env.
 
-Each task declares its own named presets when it is registered (`mjvec.envs.tasks.register_task`),
+Each task declares its own named presets when it is registered (`mjvec.envs.registry.register_task`),
 in its own package (e.g. `mjvec.tasks.simtoolreal.presets`), so ``randomization="paper"`` means
 each task's own.
 """

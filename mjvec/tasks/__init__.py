@@ -2,7 +2,7 @@
 `gym_mujoco` (Gymnasium's MuJoCo locomotion suite as mjvec/Ant-v5, ...).
 
 A task's package holds all of it: the env (an `mjvec.envs.base.MjVecEnv`), its observations and
-reward terms, its config, presets and registration (`mjvec.envs.tasks.register_task`), and its scene
+reward terms, its config, presets and registration (`mjvec.envs.registry.register_task`), and its scene
 builder; `mjvec.assets` holds what two or more tasks share.
 
 Tasks are found, not listed: `register_envs` registers every subpackage here that has a
@@ -13,7 +13,7 @@ package's tasks register at ``import mjvec`` too. Such a package declares, in it
     [project.entry-points."mjvec.tasks"]
     my_tasks = "my_package.registration:register_envs"
 
-and its callable registers its ids (with `mjvec.envs.tasks.register_once`, which may run twice).
+and its callable registers its ids (with `mjvec.envs.registry.register_once`, which may run twice).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CubeRotate-v0's registration on the shared task path (`mjvec.envs.tasks.register_task`).
+"""CubeRotate-v0's registration on the shared task path (`mjvec.envs.registry.register_task`).
 
 After ``import mjvec``, ``gym.make_vec("CubeRotate-v0", num_envs=N, ...)`` -> `CubeRotateEnv` and
 ``gym.make("CubeRotate-v0")`` -> a single `gymnasium.Env`. The options are the shared
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.envs.tasks import Task, TaskOptions, register_once
+from mjvec.envs.registry import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, is_int
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
 from mjvec.tasks.cube_rotate.env import CubeRotateEnv

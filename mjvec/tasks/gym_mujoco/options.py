@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mjvec.envs.tasks import TaskOptions
+from mjvec.envs.registry import TaskOptions
 from mjvec.errors import ConfigError, is_int
 
 __all__ = [

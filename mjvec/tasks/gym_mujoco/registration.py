@@ -1,4 +1,4 @@
-"""The suite's registration on the shared task path (`mjvec.envs.tasks.register_task`).
+"""The suite's registration on the shared task path (`mjvec.envs.registry.register_task`).
 
 Ids live in mjvec's Gymnasium namespace, ``mjvec/<Gymnasium id>`` (``mjvec/Ant-v5``, ...): a
 namespace is part of a Gymnasium id, so they can never clash with Gymnasium's own ``Ant-v5``. After
@@ -14,7 +14,7 @@ from typing import Any
 
 import mujoco
 
-from mjvec.envs.tasks import Task, register_once
+from mjvec.envs.registry import Task, register_once
 from mjvec.tasks.gym_mujoco.env import GymMujocoEnv
 from mjvec.tasks.gym_mujoco.presets import locomotion
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml

@@ -1,4 +1,4 @@
-"""SimToolReal-v0's registration on the shared task path (`mjvec.envs.tasks.register_task`).
+"""SimToolReal-v0's registration on the shared task path (`mjvec.envs.registry.register_task`).
 
 After ``import mjvec``:
 
@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from mjvec.assets.tools import TOOL_GEOMETRIES
-from mjvec.envs.tasks import Task, TaskOptions, register_once
+from mjvec.envs.registry import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig

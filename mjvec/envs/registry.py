@@ -3,7 +3,7 @@
 
 A task is an `MjVecEnv` subclass plus what `register_task` needs to build it::
 
-    from mjvec.envs.tasks import TaskOptions, register_task
+    from mjvec.envs.registry import TaskOptions, register_task
 
     @dataclass(frozen=True)
     class MyOptions(TaskOptions):           # the shared options + the task's own keywords
@@ -306,7 +306,7 @@ def register_task(
     if env_id in _TASKS or env_id in gym.registry:
         raise ConfigError(
             f"{env_id!r} is already registered; pick another id (e.g. bump its version, 'Name-v1'), or call "
-            "mjvec.envs.tasks.unregister_task first to replace it"
+            "mjvec.envs.registry.unregister_task first to replace it"
         )
     if not (isinstance(env_class, type) and issubclass(env_class, MjVecEnv)):
         raise ConfigError(f"env_class must be an MjVecEnv subclass, got {env_class!r}")
