@@ -8,7 +8,7 @@ naming the missing ones otherwise). So a task opts into a wrapper by implementin
 Protocol. Every registration returns a release function.
 
 - `EnvHooks`: what every `mjvec.envs.base.MjVecEnv` provides (transforms, lifecycle, streams).
-- `PolicyLayoutHooks`: the named blocks of the policy observation (observation noise).
+- `ObservationLayoutHooks`: the named blocks of each observation key (observation noise).
 - `ObjectPoseHooks`: the true object pose and a slot for the pose the policy perceives.
 - `ObjectScaleHooks`: the true grasp-box scales and a slot for the perceived ones.
 - `PushHooks`: which body random pushes act on, its mass per env, and when pushes are allowed.
@@ -62,7 +62,7 @@ class ObsEvent:
 
     stepped: True for ``step()``: every env advanced one control step; the rows of envs reset
         inside that step before the observation (NEXT_STEP autoresets, simulation errors) are
-        initial observations, listed in `reset_ids`. SAME_STEP's terminal observation (its
+        initial observations, listed in `reset`. SAME_STEP's terminal observation (its
         ``final_obs``) is such a stepped batch too: the observation the policy would have seen had
         the done envs not reset.
         False for a reset: ``reset()``, ``reset(options={"reset_mask": m})`` or SAME_STEP's reset
@@ -74,11 +74,6 @@ class ObsEvent:
 
     stepped: bool
     reset: Rows
-
-    @property
-    def reset_ids(self) -> np.ndarray:
-        """The envs of `reset` as sorted host ids (on a device: a copy back to the host)."""
-        return self.reset.host_ids()
 
 
 ObsTransform = Callable[[Any, ObsEvent], Any]
@@ -93,11 +88,6 @@ class Lifecycle:
     def __init__(self) -> None:
         self._callbacks: dict[str, list[Callable[..., None]]] = {event: [] for event in EVENTS}
         self._started = False
-
-    @property
-    def started(self) -> bool:
-        """Whether ``"startup"`` has fired (the env has been reset at least once)."""
-        return self._started
 
     def subscribe(self, event: str, callback: Callable[..., None]) -> Callable[[], None]:
         """Call `callback` on every `event`; returns a function that unsubscribes it.
@@ -247,14 +237,6 @@ class BackendHooks(Protocol):
     inputs (`write_input`) go through it. A wrapper uses only what the `Backend` Protocol declares."""
 
     backend: Backend
-
-
-@runtime_checkable
-class PolicyLayoutHooks(Protocol):
-    """policy_layout: the (name, width) blocks of the policy observation, in order (the policy
-    observation is the array itself, or ``obs["policy"]`` for a dict observation)."""
-
-    policy_layout: tuple[tuple[str, int], ...]
 
 
 @runtime_checkable

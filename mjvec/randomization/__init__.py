@@ -11,7 +11,6 @@ from mjvec.contract import (
     ObjectScaleHooks,
     ObservationLayoutHooks,
     ObsEvent,
-    PolicyLayoutHooks,
     PushHooks,
     PushReferenceMassHooks,
 )
@@ -52,7 +51,6 @@ __all__ = [
     "ObservationDelay",
     "ObservationLayoutHooks",
     "ObservationNoise",
-    "PolicyLayoutHooks",
     "PushHooks",
     "PushReferenceMassHooks",
     "RandomPushes",

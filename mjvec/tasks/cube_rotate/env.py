@@ -21,7 +21,7 @@ Liveness (as in SimToolReal-v0): the cube pose and velocities come from qpos/qve
 fingertip sites and the actuator forces the energy term uses are those of the last substep's start.
 The palm is fixed, so its centre is a constant of the scene.
 
-Hooks for the randomization wrappers: `EnvHooks` (from `MjVecEnv`) and `PolicyLayoutHooks`
+Hooks for the randomization wrappers: `EnvHooks` (from `MjVecEnv`) and `ObservationLayoutHooks`
 (``policy_layout``), so `ObservationNoise` (e.g. on "joint_pos"), `ObservationDelay` and
 `ActionDelay` apply, and every model-field `EventTerm` (the cube body is "cube", its geom "cube").
 """

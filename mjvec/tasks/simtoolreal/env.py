@@ -25,7 +25,7 @@ policy terms use the true pose (and the observed scales, as in the source), in t
 stateList order.
 
 Hooks declared for the randomization wrappers (`mjvec.contract`): `EnvHooks` (from
-`MjVecEnv`), `PolicyLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
+`MjVecEnv`), `ObservationLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
 on the object body, only while the object is lifted, scaled by the tool's own mass or by the
 paper run's reference mass), `PushReferenceMassHooks` and `GoalSegmentHooks` (the step counter
 the source's delay queues refill on), each implemented below over the task's records.
