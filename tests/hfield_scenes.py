@@ -14,7 +14,7 @@ import numpy as np
 
 NUM_VARIANTS = 4
 TIMESTEP = 0.004
-RADIUS = 0.05  # of the sphere body
+RADIUS = 0.02  # of the sphere body
 BOX = (0.05, 0.04, 0.03)  # half sizes of the box body
 
 
@@ -73,16 +73,29 @@ def surface_height(model: mujoco.MjModel, x: float, y: float) -> float:
     return top - dist
 
 
+def facet_point(model: mujoco.MjModel, rng: np.random.Generator) -> tuple[float, float]:
+    """A random (x, y) inside one triangle of the terrain's mesh, a quarter of a cell from every edge
+    and diagonal (MuJoCo splits each cell along one diagonal; this point is clear of either)."""
+    nrow, ncol = int(model.hfield_nrow[0]), int(model.hfield_ncol[0])
+    sx, sy = model.hfield_size[0][:2]
+    r, c = int(rng.integers(2, nrow - 3)), int(rng.integers(2, ncol - 3))
+    dx, dy = 2 * sx / (ncol - 1), 2 * sy / (nrow - 1)
+    return float(-sx + (c + 0.5) * dx), float(-sy + (r + 0.25) * dy)
+
+
 def drop_states(models: list[mujoco.MjModel], rng: np.random.Generator, gap: float, *, slide: float = 0.0,
-                lowest: float = RADIUS) -> tuple[np.ndarray, np.ndarray]:
+                lowest: float = RADIUS, on_facets: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(qpos, qvel) per env: the body `gap` above its own terrain (its lowest point `lowest` below
-    its centre) at a random point, yawed, moving sideways at up to `slide` m/s."""
+    its centre), yawed, moving sideways at up to `slide` m/s; at a random point, or inside a
+    triangle of the terrain (`facet_point`) with on_facets."""
     n = len(models)
     qpos = np.tile(models[0].qpos0, (n, 1))
     qpos[:, :2] = rng.uniform(-0.6, 0.6, (n, 2))
     yaw = rng.uniform(-1.0, 1.0, n)
     qpos[:, 3:7] = np.stack([np.cos(yaw / 2), 0 * yaw, 0 * yaw, np.sin(yaw / 2)], axis=1)
     for i, model in enumerate(models):
+        if on_facets:
+            qpos[i, :2] = facet_point(model, rng)
         qpos[i, 2] = surface_height(model, qpos[i, 0], qpos[i, 1]) + lowest + gap
     qvel = np.zeros((n, 6))
     qvel[:, :2] = rng.uniform(-slide, slide, (n, 2))
