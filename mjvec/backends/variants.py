@@ -77,6 +77,12 @@ def _keyed_fields(per_env: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(n for n in sizes if not n.startswith(_ASSET_SIZES)), fields
 
 
+def layout_sizes(model: mujoco.MjModel) -> dict[str, int]:
+    """Every size counter of `model` except its assets' (meshes, heightfields, names, BVH nodes):
+    the sizes that variants of one group share, and that fix what an env allocates."""
+    return {name: int(getattr(model, name)) for name in _keyed_fields(frozenset())[0]}
+
+
 def field_value(model: mujoco.MjModel, name: str) -> np.ndarray:
     """An MjModel array or an 'opt.<name>' option as an array; BVH arrays cut to the bodies' rows."""
     if name.startswith("opt."):
@@ -194,13 +200,16 @@ def make_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True)
 
     per_env: the fields the engine can hold per env (MjModel array names and 'opt.<name>').
     Groups come sorted by their first env id; each has env_ids/rows set. Raises ConfigError when
-    variants disagree on the timestep (one control period serves every env).
+    variants disagree on the timestep (one control period serves every env); each compiled variant
+    is handed to `scene.check_variant` first (a memory check may refuse the scene there).
     """
     builders: dict[bytes, _GroupBuilder] = {}
     timestep = None
     used = [int(v) for v in scene.used_variants]
     for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
         spec, model = scene.compile_variant(v)
+        if scene.check_variant is not None:
+            scene.check_variant(v, model)
         if timestep is None:
             timestep = model.opt.timestep
         elif model.opt.timestep != timestep:
