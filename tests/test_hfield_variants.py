@@ -143,3 +143,45 @@ def test_a_template_that_does_not_compile_is_refused_naming_the_group() -> None:
     with pytest.raises(ConfigError, match=r"the template of variant group \[0, 1, 2, 3\] \(its first variant plus "
                                           r"the other variants' meshes and heightfields\) does not compile: .*missing"):
         _backend(breaks)
+
+
+def test_terrains_from_the_builder_are_pooled_per_variant_and_step_like_each_alone() -> None:
+    """Variant v holds the terrain grid built with seed v (mjvec.assets.terrain): one group, each
+    env's heightfield its own variant's data, a box dropped on each env's spawn point bit for bit."""
+    from mjvec.assets.subterrains import PyramidStairsTerrain, RandomUniformTerrain
+    from mjvec.assets.terrain import TerrainGridConfig, build_terrain
+
+    config = TerrainGridConfig(types=(RandomUniformTerrain(), PyramidStairsTerrain()), num_levels=2,
+                               tile_size=(2.0, 2.0), horizontal_scale=0.1)
+    terrains = [build_terrain(config, rng=v) for v in range(3)]
+
+    def make(v: int) -> mujoco.MjSpec:
+        spec = mujoco.MjSpec()
+        terrains[v].add_to_spec(spec)
+        box = spec.worldbody.add_body(name="box")
+        box.add_freejoint()
+        box.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.08, 0.06, 0.04])
+        return spec
+
+    be = _backend(make, num_envs=6, num_variants=3)
+    template = be._groups[0].template
+    assert be.num_groups == 1 and template.nhfield == 3
+    ground = template.geom("terrain").id
+    dataid = be.group_batches[0].expanded("geom_dataid")[:, ground]
+    for env, v in enumerate(be.variant_of_env):
+        adr, n = template.hfield_adr[dataid[env]], terrains[v].data.size
+        np.testing.assert_array_equal(template.hfield_data[adr : adr + n], terrains[v].data.ravel())
+    oracle = Oracle(be.variant_of_env, make=make)
+    qpos = np.tile(be.model.qpos0, (6, 1))
+    footprint = np.stack(np.meshgrid(np.linspace(-0.1, 0.1, 9), np.linspace(-0.1, 0.1, 9)), -1).reshape(-1, 2)
+    for env, v in enumerate(be.variant_of_env):
+        xy = terrains[v].env_origins(np.array([env]))[0, :2] + [0.3, 0.2]  # off the platform
+        qpos[env, :3] = [*xy, terrains[v].height_at(xy + footprint).max() + 0.04 + 0.05]  # 5 cm above
+    be.reset(np.arange(6), qpos, np.zeros((6, 6)))
+    for i in range(6):
+        oracle.reset(i, qpos[i], np.zeros(6))
+    for _ in range(150):
+        be.step(1)
+        oracle.step(np.zeros((6, 0)), 1)
+    np.testing.assert_array_equal(be.qpos, oracle.qpos())
+    assert (be.qpos[:, 2] < qpos[:, 2] - 0.03).all()  # every box fell onto its terrain
