@@ -78,6 +78,23 @@ def test_heights_equal_mujocos_ray_on_the_compiled_hfield(terrain: Terrain) -> N
         np.testing.assert_allclose(terrain.height_at(xy), _ray_heights(model, data, xy), rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+def test_heights_equal_mujocos_ray_over_random_grids(seed: int) -> None:
+    """Random grids (tile sizes, scales, borders, kinds, levels) and 3,000 random points each."""
+    rng = np.random.default_rng(seed)
+    scale = float(rng.choice([0.02, 0.05, 0.1, 0.2]))
+    tile = tuple(float(scale * rng.integers(20, 60)) for _ in range(2))
+    kinds = tuple(KINDS[int(k)] for k in rng.choice(len(KINDS), int(rng.integers(1, 4)), replace=False))
+    kinds = tuple(k for k in kinds if not isinstance(k, PyramidStairsTerrain) or k.step_width >= 2 * scale)
+    config = TerrainGridConfig(types=kinds or (FlatTerrain(),), num_levels=int(rng.integers(1, 5)), tile_size=tile,
+                               horizontal_scale=scale, border_width=scale * int(rng.integers(0, 5)))
+    terrain = build_terrain(config, rng=rng)
+    model, data = _compiled(terrain)
+    xy = rng.uniform(-1, 1, (3000, 2)) * np.array(terrain.size[:2]) * 0.999
+    np.testing.assert_allclose(terrain.height_at(xy), _ray_heights(model, data, xy), rtol=0, atol=1e-9)
+
+
 def test_vertices_hold_each_sub_terrains_formula(terrain: Terrain) -> None:
     """At the grid vertices the surface is each tile's formula, to the float32 rounding of the data
     (height range x 2**-24); tile edges are shared with the neighbour, so only interiors are compared."""

@@ -149,7 +149,7 @@ class ImageHeightfield:
         image_levels(self.path)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Terrain:
     """A built terrain (`build_terrain`): what its hfield holds and where its tiles are.
 
