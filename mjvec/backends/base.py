@@ -191,6 +191,9 @@ class Scene:
         forward, so the bound ``cfrc_ext`` (per-body external contact wrenches) is the one computed
         from that call's last forward pass (after an RK4 step: its last stage), as Gymnasium's
         MuJoCo envs compute it after every ``mj_step``. Off by default: it costs time per env.
+    check_variant: None, or check_variant(v, model), called by the backend with each used variant
+        as it compiles it, before it allocates anything per env; it raises (ConfigError) to refuse
+        the scene. The env layer's memory check (`mjvec.envs.memory.VariantMemoryCheck`).
     """
 
     num_variants: int
@@ -200,6 +203,7 @@ class Scene:
     assignment: np.ndarray | None = None
     name: str = "scene"
     rne_post_constraint: bool = False
+    check_variant: Callable[[int, mujoco.MjModel], None] | None = field(default=None, repr=False, compare=False)
     _variant_of_env: np.ndarray = field(init=False, repr=False, compare=False)
     _compiled: dict = field(init=False, repr=False, compare=False)
 
@@ -227,6 +231,8 @@ class Scene:
                 )
         if not isinstance(self.rne_post_constraint, (bool, np.bool_)):
             raise ConfigError(f"Scene.rne_post_constraint must be True or False, got {self.rne_post_constraint!r}")
+        if self.check_variant is not None and not callable(self.check_variant):
+            raise ConfigError(f"Scene.check_variant must be None or a callable (v, model), got {self.check_variant!r}")
         variant_of_env.setflags(write=False)
         object.__setattr__(self, "_variant_of_env", variant_of_env)
         object.__setattr__(self, "_compiled", {})

@@ -12,10 +12,13 @@ memory of warp's "cpu" device is host memory and is checked as such):
   (`HookWrapper.per_env_bytes`); checked once they are built, before their state is allocated (at
   the first reset), against what is left then.
 
-The model estimated from is the first variant in use (compiled once: the backend reuses it). What
-does not scale with num_envs (compiled variants, thread-local MjData, captured graphs, Python
-objects) is not counted: this estimate exists to refuse a configuration that cannot fit, before it
-starts allocating, not to predict RSS to the byte.
+A scene's variants may differ in size (a tool with more geoms): the estimate is taken over every
+`size_class` among the variants in use, item by item the largest (`largest`), so it bounds any mix.
+`VariantMemoryCheck` does that while the backend compiles the variants (each is compiled once, and
+the check runs before the backend allocates anything per env). What does not scale with num_envs
+(compiled variants, thread-local MjData, captured graphs, Python objects) is not counted: this
+estimate exists to refuse a configuration that cannot fit, before it starts allocating, not to
+predict RSS to the byte.
 
 `check_fits` compares an estimate with `available_bytes()` (the kernel's MemAvailable, capped by the
 process's cgroup memory limit where one is set) and, for a GPU, with its free memory, and raises
@@ -25,11 +28,14 @@ process's cgroup memory limit where one is set) and, for a GPU, with its free me
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mjvec.backends.memory import BackendMemory, bound_field_bytes  # noqa: F401  (bound_field_bytes: public here)
+import mujoco
+import numpy as np
+
+from mjvec.backends.memory import BackendMemory, bound_field_bytes, size_class  # noqa: F401  (bound_field_bytes: public here)
 from mjvec.errors import ConfigError
 
 
@@ -86,6 +92,63 @@ def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env
     host, device = dict(backend.host), dict(backend.device)
     (device if task_on_device and backend.device_name is not None else host)["task"] = int(task_bytes_per_env)
     return MemoryEstimate(int(num_envs), host, device, backend.device_name)
+
+
+def used_variants(num_envs: int, num_variants: int, env_id_offset: int = 0) -> np.ndarray:
+    """Sorted ids of the variants that envs ``env_id_offset + i`` (i < num_envs) use under the default
+    assignment ``(env_id_offset + i) % num_variants``, in memory of at most num_variants ids (an
+    absurd num_envs costs nothing here)."""
+    if num_envs >= num_variants:
+        return np.arange(num_variants, dtype=np.int64)
+    return np.unique((env_id_offset + np.arange(num_envs, dtype=np.int64)) % num_variants)
+
+
+def largest(estimates: Sequence[MemoryEstimate]) -> MemoryEstimate:
+    """Item by item the largest of `estimates` (of one num_envs and device, over different variants):
+    a bound of the memory of any mix of those variants."""
+    if not estimates:
+        raise ConfigError("largest() needs at least one MemoryEstimate")
+    host: dict[str, int] = {}
+    device: dict[str, int] = {}
+    for estimate in estimates:
+        for merged, items in ((host, estimate.per_env), (device, estimate.device_per_env)):
+            for name, value in items.items():
+                merged[name] = max(merged.get(name, 0), int(value))
+    return MemoryEstimate(estimates[0].num_envs, host, device, estimates[0].device)
+
+
+class VariantMemoryCheck:
+    """The memory check of a scene whose variants may differ in size, variant by variant.
+
+    Called with each variant's compiled model (`Scene.check_variant`: the backend calls it as it
+    compiles the variants, before it allocates anything per env; the caller once before that with
+    the first, so an absurd num_envs is refused before even the scene's assignment exists). A model
+    of a `size_class` not seen yet is estimated (`estimate(model)`), and the largest estimate so far
+    (`largest`) is checked (`check_fits` against `available` / `device_available`, default: what is
+    free now), unless refuse=False: a ConfigError then names num_envs, the estimate and what is
+    available. `estimate` holds that largest estimate (None before the first call).
+    """
+
+    def __init__(self, estimate: Callable[[mujoco.MjModel], MemoryEstimate], *, refuse: bool = True,
+                 available: int | None = None, device_available: int | None = None) -> None:
+        self._estimate, self._refuse = estimate, refuse
+        self._available, self._device_available = available, device_available
+        self._classes: dict[bytes, MemoryEstimate] = {}
+        self.estimate: MemoryEstimate | None = None
+
+    def __call__(self, variant: int, model: mujoco.MjModel) -> None:
+        key = size_class(model)
+        if key in self._classes:
+            return
+        self._classes[key] = self._estimate(model)
+        self.estimate = largest(list(self._classes.values()))
+        if self._refuse:
+            check_fits(self.estimate, self._available, self._device_available)
+
+    @property
+    def num_classes(self) -> int:
+        """How many size classes were estimated so far."""
+        return len(self._classes)
 
 
 def available_bytes() -> int | None:

@@ -124,10 +124,11 @@ class Task:
         """Build `num_envs` envs of this task (its vector entry point), wrapped with the requested
         randomization. Keyword options: the fields of the task's options class.
 
-        Before anything proportional to num_envs is allocated, the first variant in use is compiled
-        (once: the backend reuses it) and the memory the backend and the task need is estimated and
-        checked (`mjvec.envs.memory`); once the wrappers are built, their per-env state is checked
-        against what is left, before they allocate it.
+        Before anything proportional to num_envs is allocated, the memory the backend and the task
+        need is estimated and checked (`mjvec.envs.memory`): over the first variant in use, then over
+        the largest of the variants as the backend compiles them (each once), before it allocates;
+        once the wrappers are built, their per-env state is checked against what is left, before
+        they allocate it.
         """
         if not is_int(num_envs) or num_envs < 1:
             raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -143,9 +144,11 @@ class Task:
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
-        memory.check_fits(self._estimate(num_envs, opts, model, request, host))
+        check = memory.VariantMemoryCheck(lambda variant: self._estimate(num_envs, opts, [variant], request, host))
+        check(first, model)
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
-                      env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
+                      env_id_offset=opts.env_id_offset, name=self.env_id, check_variant=check,
+                      **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = request.build(scene)
         try:
@@ -193,23 +196,31 @@ class Task:
             kwargs.pop(name, None)
         return SingleEnv(self.make_vec(1, autoreset_mode="disabled", array_backend="numpy", **kwargs))
 
-    def estimate_memory(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel | None = None
-                        ) -> memory.MemoryEstimate:
-        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts` over compiled variant
-        `model` (None: the first variant in use), before anything is built: the backend's own per-env
-        bytes (its estimator, `mjvec.backends.registry.BackendRequest.estimate_memory`) and what the env class
-        declares (`MjVecEnv.memory_needs`)."""
-        if model is None:
+    def estimate_memory(self, num_envs: int, opts: TaskOptions,
+                        models: mujoco.MjModel | Sequence[mujoco.MjModel] | None = None) -> memory.MemoryEstimate:
+        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts`, before anything is built:
+        the backend's own per-env bytes (its estimator, `BackendRequest.estimate_memory`) and what the
+        env class declares (`MjVecEnv.memory_needs`), item by item the largest over the compiled
+        variants `models` (None: every variant num_envs envs use, compiled here and estimated once per
+        `size_class`)."""
+        request, host = self.placement(opts)
+        if models is None:
             num_variants, make_variant = self.checked_variants(opts)
-            model = make_variant(opts.env_id_offset % num_variants).compile()
-        return self._estimate(num_envs, opts, model, *self.placement(opts))
+            check = memory.VariantMemoryCheck(lambda variant: self._estimate(num_envs, opts, [variant], request, host),
+                                              refuse=False)
+            for v in memory.used_variants(num_envs, num_variants, opts.env_id_offset):
+                check(int(v), make_variant(int(v)).compile())
+            return check.estimate  # type: ignore[return-value]
+        return self._estimate(num_envs, opts, [models] if isinstance(models, mujoco.MjModel) else models,
+                              request, host)
 
-    def _estimate(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel, request: BackendRequest,
+    def _estimate(self, num_envs: int, opts: TaskOptions, models: Sequence[mujoco.MjModel], request: BackendRequest,
                   host: bool) -> memory.MemoryEstimate:
         needs = self.env_class.memory_needs(opts)
-        backend = request.estimate_memory(model, needs.bound_fields)
-        return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
-                                      task_on_device=not host)
+        return memory.largest([
+            memory.estimate_memory(num_envs, request.estimate_memory(model, needs.bound_fields),
+                                   task_bytes_per_env=needs.bytes_per_env, task_on_device=not host)
+            for model in models])
 
 
 def _checked_variant(env_id: str, make_variant: Callable[[int], Any], v: int) -> mujoco.MjSpec:

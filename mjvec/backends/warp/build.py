@@ -200,7 +200,16 @@ def template_actuator_flags(model: mujoco.MjModel) -> np.ndarray:
 
 
 def check_group(group: VariantGroup) -> None:
-    """Refuse a group whose variants differ in a field mujoco_warp derives a per-Model flag from."""
+    """Refuse a group whose variants differ in a field mujoco_warp derives a per-Model flag from, or
+    select their own meshes or heightfields (a per-env geom_dataid) where mujoco_warp cannot hold
+    geom_dataid per world (mujoco-warp 4.0.0 does, and reads it per world in its collision, ray and
+    bound kernels: tests/test_hfield_warp.py rescans them)."""
+    if "geom_dataid" in group.fields and "geom_dataid" not in BATCHABLE:
+        raise ConfigError(
+            f"variants {group.variants[:8]} use different meshes or heightfields, selected per env through "
+            "geom_dataid, but this mujoco_warp holds geom_dataid once per Model; pin mujoco-warp==4.0.0, give "
+            "every variant the same assets, or use backend='cpu'"
+        )
     flags = sorted(n for n in group.fields if BUILD_READS.get(n) == "flag")
     flags += sorted(f"{n} (read by mujoco_warp with {mujoco.mjtEnableBit(bit).name} on)"
                     for n, bit in READ_ONLY_WHEN.items() if n in group.fields and group.template.opt.enableflags & bit)
