@@ -43,6 +43,7 @@ from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate import scene as C
 from mjvec.tasks.cube_rotate import terms as ct
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
+from mjvec.tasks.cube_rotate.deployment import deployment_spec
 
 __all__ = ["POLICY_LAYOUT", "REWARD_TERMS", "CubeRotateEnv"]
 
@@ -149,6 +150,11 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         self._qpos0 = model.qpos0.copy()
         self._nv = int(model.nv)
         self.palm_center = np.asarray(C.PALM_CENTER, np.float64)
+
+    def deployment_spec(self) -> Any:
+        """`MjVecEnv.deployment_spec`: the observation blocks and actions in MuJoCo terms
+        (`mjvec.tasks.cube_rotate.deployment`)."""
+        return deployment_spec(self)
 
     @property
     def progress(self) -> np.ndarray:

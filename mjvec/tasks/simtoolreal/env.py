@@ -65,6 +65,7 @@ from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import Reducer
+from mjvec.tasks.simtoolreal.deployment import deployment_spec
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
 from mjvec.tasks.simtoolreal.state import initial_state, new_state
@@ -227,6 +228,11 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         Set it before the first step; raises ConfigError otherwise or if it is not callable.
         """
         self.task_state.curriculum.set_reducer(reducer)
+
+    def deployment_spec(self) -> Any:
+        """`MjVecEnv.deployment_spec`: the policy observation's blocks and the actions in MuJoCo terms
+        (`mjvec.tasks.simtoolreal.deployment`)."""
+        return deployment_spec(self)
 
     # ---- wrapper hooks (mjvec.contract) ----------------------------------------------------
     def true_object_pose(self) -> tuple[Any, Any]:
