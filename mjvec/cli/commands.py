@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 import mjvec
-from mjvec.backends.registry import backend_status
+from mjvec.backends.registry import BACKENDS, backend_status
 from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options, resolve_env_id
 from mjvec.envs.tasks import get_task
 from mjvec.errors import ConfigError, MjvecError
@@ -259,8 +260,14 @@ def _add_eval_parser(sub: Any, kw: dict[str, Any]) -> None:
     p.add_argument("--seed", type=_int_at_least(0), default=12345, help="reset seed")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option over the checkpoint's, e.g. randomization=none (repeatable)")
+    p.add_argument("--backend", default=None, choices=sorted(BACKENDS),
+                   help="the backend to evaluate on (default: the checkpoint's option, else cpu); a policy trained on "
+                        "one backend runs on the other")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="run a policy whose contract differs from the env's (refused by default, naming the first "
+                        "difference)")
     p.add_argument("--export", default=None, metavar="PREFIX",
-                   help="also write PREFIX.onnx and PREFIX.pt (TorchScript)")
+                   help="also write PREFIX.onnx, PREFIX.pt (TorchScript) and PREFIX.contract.json")
     p.add_argument("--grid", default=None, help="PNG of the first --grid-envs envs at the last video step")
     p.add_argument("--gif", default=None, help="GIF of the first --grid-envs envs over --video-steps steps")
     p.add_argument("--grid-envs", type=_int_at_least(1), default=4, help="envs drawn in the grid and GIF")
@@ -320,8 +327,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "eval":
             from mjvec.cli.evaluate import format_summary, run_eval  # imports torch (and SB3, rsl_rl) lazily
+            from mjvec.integrations.contract_check import ContractWarning
 
-            summary = run_eval(args)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ContractWarning)
+                summary = run_eval(args)
+            for warning in caught:
+                if issubclass(warning.category, ContractWarning):
+                    print(f"warning: {warning.message}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
             print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
             return 0
         return bench(args)

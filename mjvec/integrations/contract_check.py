@@ -133,7 +133,8 @@ def check_policy_env(policy: Any, env: Any, *, allow_mismatch: bool = False) -> 
     differences = diff_contracts(interface(theirs), interface(mine))
     if not differences:
         return []
-    options = [d.describe() for d in diff_contracts(theirs.get("options", {}), mine["options"])]
+    same_task = theirs["task"]["env_id"] == mine["task"]["env_id"]
+    options = [d.describe() for d in diff_contracts(theirs["options"], mine["options"])] if same_task else []
     line = (f"the policy's contract does not match the env's ({len(differences)} difference"
             f"{'s' if len(differences) > 1 else ''}); first: {differences[0].describe()}"
             + (f"; options that differ: {'; '.join(options[:4])}" if options else "")

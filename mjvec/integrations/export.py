@@ -27,11 +27,30 @@ from typing import Any
 
 import torch
 
+from mjvec.envs.tasks import MAKE_VEC_ARGUMENTS
 from mjvec.errors import ConfigError, InstallError, install_hint
 from mjvec.integrations.policies import CONTRACT_KEY, METADATA_KEY, Policy, contract_of
-from mjvec.integrations.policy_contract import contract_text, policy_contract, write_contract
+from mjvec.integrations.policy_contract import RUNTIME_OPTIONS, contract_text, policy_contract, write_contract
 
 __all__ = ["export_policy"]
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` survives JSON as itself (so eval can pass it back to gym.make_vec)."""
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def _metadata(metadata: dict[str, Any], env: Any) -> dict[str, Any]:
+    """The policy's metadata, with the env id and options of `env` when given (those JSON keeps as
+    they are: an option such as a config dataclass is left out, and the contract check names it)."""
+    if env is None:
+        return metadata
+    spec = env.unwrapped.spec
+    options = {k: v for k, v in spec.kwargs.items()
+               if k not in (*MAKE_VEC_ARGUMENTS, *RUNTIME_OPTIONS) and _plain(v)}
+    return {**metadata, "env_id": spec.id, "env_options": options}
 
 
 def export_policy(policy: Policy, prefix: str | Path, env: Any = None) -> tuple[Path, Path]:
@@ -55,7 +74,7 @@ def export_policy(policy: Policy, prefix: str | Path, env: Any = None) -> tuple[
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     actor = policy.actor.eval().cpu()
-    metadata = json.dumps(policy.metadata, default=str)
+    metadata = json.dumps(_metadata(policy.metadata, env), default=str)
     contract_json = contract_text(contract)
     dummy = torch.zeros(2, policy.obs_dim)
     onnx_path, ts_path = prefix.with_suffix(".onnx"), prefix.with_suffix(".pt")

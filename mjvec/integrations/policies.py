@@ -20,10 +20,11 @@ Sources (``kind="auto"`` tells them apart by content, not by name):
   and their policy contract (`mjvec.integrations.policy_contract`).
 
 Contracts (``policy.contract``): an exported file's own; else ``<file stem>.contract.json`` or
-``contract.json`` beside the file (a trainer's); else, for a checkpoint that records its env id and
+``contract.json`` beside the file; else, for a training checkpoint that records its env id and
 options (ppo, rsl_rl), the contract of that env built now (`contract_of`); else none (an SB3 zip,
-a file exported before contracts existed). ``load_policy(path, env=env)`` compares the policy's
-contract with `env`'s and refuses a mismatch (`mjvec.integrations.contract_check`).
+a file exported before contracts existed: it loads with a `ContractWarning`).
+``load_policy(path, env=env)`` compares the policy's contract with `env`'s and refuses a mismatch
+(`mjvec.integrations.contract_check`).
 
 A `Policy` takes the env's observation (a numpy or torch (N, D) array, or a dict of them) and
 returns (N, A) float32 numpy actions clipped to the action space's bounds (the env clips them
@@ -191,10 +192,12 @@ def load_policy(path: str | Path, kind: str = "auto", *, env: Any = None, allow_
 
 
 def contract_of(policy: Policy) -> dict[str, Any] | None:
-    """`policy`'s contract: its own (``policy.contract``), else, when it records the env it was
-    trained on (``metadata["env_id"]`` and ``"env_options"``), that env's contract with the
-    policy's normalization, built now with one env and kept on the policy; else None."""
-    if policy.contract is None and policy.metadata.get("env_id"):
+    """`policy`'s contract: its own (``policy.contract``), else, for a training checkpoint that records
+    the env it was trained on (ppo, rsl_rl: ``metadata["env_id"]`` and ``"env_options"``), that env's
+    contract with the policy's normalization, built now with one env and kept on the policy; else
+    None (an SB3 zip; a file exported before contracts existed, whose recorded env is not trusted
+    to be what today's code builds)."""
+    if policy.contract is None and policy.kind in ("ppo", "rsl_rl") and policy.metadata.get("env_id"):
         import gymnasium as gym
 
         from mjvec.integrations.policy_contract import policy_contract
