@@ -99,12 +99,17 @@ class Bare(third_task.PoleBalanceEnv):
     deployment_spec = MjVecEnv.deployment_spec
 
 
-def test_a_task_that_declares_nothing_gets_a_valid_contract_marked_undeclared():
+def register_bare() -> str:
+    """Register `Bare` as PoleBalanceBare-v0 (once per process); returns its id."""
     if "PoleBalanceBare-v0" not in registered_tasks():
         register_task("PoleBalanceBare-v0", env_class=Bare, options=third_task.PoleBalanceOptions,
                       variants=lambda opts: (third_task.NUM_POLES, third_task.pole_spec),
                       env_kwargs=lambda opts: {"threshold": opts.threshold, "max_steps": 50})
-    contract = _contract("PoleBalanceBare-v0")
+    return "PoleBalanceBare-v0"
+
+
+def test_a_task_that_declares_nothing_gets_a_valid_contract_marked_undeclared():
+    contract = _contract(register_bare())
     validate_contract(contract)
     assert contract["task"]["declared"] is False
     assert [(b["name"], b["source"]["kind"]) for b in contract["observation"]["blocks"]] == [
