@@ -38,15 +38,10 @@ ONNX_ATOL = 1e-5
 STEPS = 80
 
 
-def _commands(env_id: str, base) -> dict:
-    """What the policy needs besides MjData: the goal a task sampled and the object's size (on a robot,
-    the task specification); a Gymnasium task needs none."""
-    if env_id == "SimToolReal-v0":
-        return {"goal_pose": np.concatenate([base.goal_pos[0], base.goal_quat[0]]),
-                "object_scales": base.object_scales[0]}
-    if env_id == "CubeRotate-v0":
-        return {"cube_half_size": base.cube_half_size[:1]}
-    return {}
+def _commands(base, i: int = 0) -> dict:
+    """What the policy needs besides MjData (the goal a task sampled, the object's size: on a robot, the
+    task specification), as the env holds it for env i (`MjVecEnv.command_values`)."""
+    return {name: values[i] for name, values in base.command_values().items()}
 
 
 def _variant_model(env) -> mujoco.MjModel:
@@ -80,7 +75,7 @@ def test_the_plain_mujoco_loop_equals_the_env_step_for_step_bit_for_bit(case, tm
     assert loop.same_model == (case != "SimToolReal-v0")  # SimToolReal: deployed on another tool than hashed
     base = env.unwrapped
     obs, _ = env.reset(seed=11)
-    mine = loop.reset(base.backend.qpos[0], base.backend.qvel[0], _commands(env_id, base))
+    mine = loop.reset(base.backend.qpos[0], base.backend.qvel[0], _commands(base))
     np.testing.assert_array_equal(mine, obs[0])
     for step in range(STEPS):
         action = onnx(obs)
@@ -88,7 +83,7 @@ def test_the_plain_mujoco_loop_equals_the_env_step_for_step_bit_for_bit(case, tm
         np.testing.assert_array_equal(mine_action, action[0], err_msg=f"step {step}")
         np.testing.assert_allclose(policy(mine[None]), action, rtol=0, atol=ONNX_ATOL)
         obs, _, terminated, truncated, _ = env.step(action)
-        mine = loop.step(mine_action, _commands(env_id, base))
+        mine = loop.step(mine_action, _commands(base))
         np.testing.assert_array_equal(loop.data.ctrl, base.backend.ctrl[0], err_msg=f"ctrl, step {step}")
         np.testing.assert_array_equal(loop.data.qpos, base.backend.qpos[0], err_msg=f"qpos, step {step}")
         np.testing.assert_array_equal(mine, obs[0], err_msg=f"observation, step {step}")
@@ -156,3 +151,17 @@ def test_perception_refuses_a_wrapper_it_cannot_describe():
     with pytest.raises(DeployError, match=r"randomization wrappers it could not describe \(\['Blur'\]\)"):
         Perception(contract, np.random.default_rng(0))
     env.close()
+
+
+def test_the_example_script_runs_the_loop_beside_the_env_bit_for_bit(cube):
+    import subprocess
+    import sys
+
+    from tests.subprocesses import ROOT, checkout_env
+
+    onnx_path, _, _ = cube
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "deploy_mujoco.py"), "--policy", str(onnx_path),
+                          "--check", "--steps", "30", "--print-every", "10"], capture_output=True, text=True,
+                         env=checkout_env(), check=True).stdout
+    assert "30 steps of CubeRotate-v0 on plain MuJoCo (control dt 0.05 s, 5 substeps), model as hashed; largest " \
+           "observation difference to the env: 0" in out, out

@@ -159,9 +159,9 @@ def runs(tmp_path_factory):
     base = env.unwrapped
     models = [base.backend.scene.make_variant(v).compile() for v in range(NUM_TOOLS)]
     obs, _ = env.reset(seed=5)
-    starts = [(base.backend.qpos[i].copy(), base.backend.qvel[i].copy(),
-               {"goal_pose": np.concatenate([base.goal_pos[i], base.goal_quat[i]]),
-                "object_scales": base.object_scales[i].copy()}) for i in range(NUM_ENVS)]
+    commands = base.command_values()
+    starts = [(base.backend.qpos[i].copy(), base.backend.qvel[i].copy(), {k: v[i] for k, v in commands.items()})
+              for i in range(NUM_ENVS)]
     recorders = [Recorder(contract, models[i % NUM_TOOLS], base.object_scales[i]) for i in range(NUM_ENVS)]
     for i, r in enumerate(recorders):
         r.record(obs[i], None, base.targets[i], base.backend.qpos[i], base.backend.qvel[i])

@@ -306,10 +306,16 @@ def undeclared_spec(env: Any) -> DeploymentSpec:
 
 
 class DeploymentMixin:
-    """The deployment hook of `MjVecEnv`."""
+    """The deployment hooks of `MjVecEnv`."""
 
     def deployment_spec(self) -> DeploymentSpec:
         """What a deployed policy needs to rebuild this task's observation and apply its action outside
         mjvec (`DeploymentSpec`); the policy contract is generated from it. Default: `undeclared_spec`
         (a task overrides this to declare its blocks' sources and its actions' semantics)."""
         return undeclared_spec(self)
+
+    def command_values(self) -> dict[str, Any]:
+        """The current value of each declared `Command`, name -> (N, size) host float64 array (the true
+        values: perception randomization acts on what the policy sees, not here), e.g. to drive a
+        deployed loop with the goals the task sampled. Default: none."""
+        return {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_JOINT_NAMES
 from mjvec.envs.deployment import ActionDim, Command, DeploymentSpec, ObsBlock, ObsSource, Perceived
 from mjvec.tasks.cube_rotate import scene as C
@@ -49,3 +51,15 @@ def deployment_spec(env: Any) -> DeploymentSpec:
                            description="the cube's pose and velocity (on a robot: the state estimator's)"),)
     return DeploymentSpec({None: blocks}, cfg.obs_clip, "float32", action, initial_targets="joint_pos",
                           commands=commands, perceived=perceived)
+
+
+class DeploymentHooks:
+    """`MjVecEnv.deployment_spec` and `MjVecEnv.command_values` of `CubeRotateEnv`."""
+
+    def deployment_spec(self) -> DeploymentSpec:
+        """The observation blocks and actions in MuJoCo terms (`deployment_spec`)."""
+        return deployment_spec(self)
+
+    def command_values(self) -> dict[str, np.ndarray]:
+        """cube_half_size (N, 1): each env's cube."""
+        return {"cube_half_size": self.cube_half_size[:, None].astype(np.float64)}

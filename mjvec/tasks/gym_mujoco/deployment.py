@@ -47,3 +47,11 @@ def _joint(model: mujoco.MjModel, actuator: int) -> str | None:
     if model.actuator_trntype[actuator] != mujoco.mjtTrn.mjTRN_JOINT:
         return None
     return model.joint(int(model.actuator_trnid[actuator, 0])).name
+
+
+class DeploymentHooks:
+    """`MjVecEnv.deployment_spec` of `GymMujocoEnv` (the suite's tasks take no commands)."""
+
+    def deployment_spec(self) -> DeploymentSpec:
+        """Gymnasium's observation blocks as MjData slices, torque actions (`deployment_spec`)."""
+        return deployment_spec(self)

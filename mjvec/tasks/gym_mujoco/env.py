@@ -31,7 +31,7 @@ from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.gym_mujoco import terms as T
-from mjvec.tasks.gym_mujoco.deployment import deployment_spec
+from mjvec.tasks.gym_mujoco.deployment import DeploymentHooks
 from mjvec.tasks.gym_mujoco.options import GymMujocoOptions
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 from mjvec.tasks.gym_mujoco.specs import QVEL_CLIP, TASKS, TaskDef, observation_layout
@@ -53,7 +53,7 @@ def compiled(path: Path) -> mujoco.MjModel:
     return load_spec(path).compile()
 
 
-class GymMujocoEnv(MjVecEnv):
+class GymMujocoEnv(DeploymentHooks, MjVecEnv):
     """A Gymnasium v5 MuJoCo task over a numpy-state backend (see the module docstring).
 
     task: the `TaskDef`; options: its options (the physics and reward constants); the remaining
@@ -103,11 +103,6 @@ class GymMujocoEnv(MjVecEnv):
         self._masses: np.ndarray | None = None
         self._mass_version = -1
         self._pending: dict[str, np.ndarray] = {}
-
-    def deployment_spec(self) -> Any:
-        """`MjVecEnv.deployment_spec`: Gymnasium's observation blocks as MjData slices, torque actions
-        (`mjvec.tasks.gym_mujoco.deployment`)."""
-        return deployment_spec(self)
 
     @property
     def elapsed(self) -> np.ndarray:

@@ -7,7 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from mjvec.assets import robot as R
+from mjvec.envs.arrays import to_numpy
 from mjvec.envs.deployment import ActionDim, Command, DeploymentSpec, ObsBlock, ObsSource, Perceived
 from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal import terms as tm
@@ -76,3 +79,16 @@ def deployment_spec(env: Any) -> DeploymentSpec:
     policy = {"policy": blocks} if env.obs_mode == "asymmetric" else {None: blocks}
     return DeploymentSpec(policy, cfg.obs_clip, "float32", tuple(action), initial_targets="joint_pos",
                           commands=commands, perceived=perceived)
+
+
+class DeploymentHooks:
+    """`MjVecEnv.deployment_spec` and `MjVecEnv.command_values` of `SimToolRealEnv`."""
+
+    def deployment_spec(self) -> DeploymentSpec:
+        """The policy observation's blocks and the actions in MuJoCo terms (`deployment_spec`)."""
+        return deployment_spec(self)
+
+    def command_values(self) -> dict[str, np.ndarray]:
+        """goal_pose (N, 7: position, wxyz quaternion) and object_scales (N, 3), as the task holds them."""
+        pose = np.concatenate([to_numpy(self.goal_pos), to_numpy(self.goal_quat)], axis=1)
+        return {"goal_pose": pose.astype(np.float64), SCALES: np.array(to_numpy(self.object_scales), np.float64)}
