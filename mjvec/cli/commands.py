@@ -263,6 +263,8 @@ def _add_eval_parser(sub: Any, kw: dict[str, Any]) -> None:
     p.add_argument("--backend", default=None, choices=sorted(BACKENDS),
                    help="the backend to evaluate on (default: the checkpoint's option, else cpu); a policy trained on "
                         "one backend runs on the other")
+    p.add_argument("--device", default=None,
+                   help="where a device backend runs (warp: cuda:0 by default; cpu: warp's CPU device)")
     p.add_argument("--allow-mismatch", action="store_true",
                    help="run a policy whose contract differs from the env's (refused by default, naming the first "
                         "difference)")

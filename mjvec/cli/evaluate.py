@@ -3,7 +3,8 @@
 
 The env id and options default to those the checkpoint records (examples/ppo.py's args, rsl_rl's
 ``params/agent.json``, an exported file's metadata); ``--option`` overrides them, and another
-``--env-id`` than the checkpoint's starts from no options; ``--backend`` picks the backend.
+``--env-id`` than the checkpoint's starts from no options; ``--backend`` and ``--device`` pick the
+backend and its device.
 
 Before the first step the policy's contract is compared with the env's
 (`mjvec.integrations.contract_check`): a mismatch is refused with one line naming the first
@@ -34,8 +35,9 @@ def run_eval(args: argparse.Namespace) -> dict[str, Any]:
     # The checkpoint's env options belong to its own task: another --env-id starts from none.
     recorded = policy.metadata.get("env_options", {}) if env_id == policy.metadata.get("env_id") else {}
     options = {**recorded, **parse_options(args.option, "eval")}
-    if args.backend is not None:
-        options["backend"] = args.backend
+    for name in ("backend", "device"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
     exported = None
     if args.export:
         exported = _export(policy, args.export, env_id, options)
