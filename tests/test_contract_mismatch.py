@@ -45,7 +45,7 @@ def _stats(policy) -> np.ndarray:
     actor = policy.actor
     if hasattr(actor.normalizer, "mean"):
         return actor.normalizer.mean.double().numpy()
-    return actor.body.obs_normalizer._mean.double().reshape(-1).numpy()
+    return actor.body.obs_normalizer.mean.double().reshape(-1).numpy()
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

@@ -129,6 +129,13 @@ def test_the_loop_refuses_what_it_cannot_run(cube, tmp_path):
     (tmp_path / "other.json").write_text('{"schema": "x"}')
     with pytest.raises(DeployError, match=r"is not a policy contract of schema 'mjvec.policy_contract/1'"):
         load_contract(tmp_path / "other.json")
+    import onnx
+
+    bare = onnx.load(str(onnx_path))
+    del bare.metadata_props[:]  # as exported before contracts existed
+    onnx.save(bare, str(tmp_path / "old.onnx"))
+    with pytest.raises(DeployError, match=r"old.onnx' carries no policy contract; export it again"):
+        load_contract(tmp_path / "old.onnx")
 
 
 def test_a_task_without_declarations_is_refused_naming_the_block():

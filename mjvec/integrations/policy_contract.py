@@ -251,8 +251,8 @@ def _normalization(actor: Any) -> dict[str, Any] | None:
         return {"formula": "clip((x - mean) / sqrt(var + eps), -clip, clip)", "eps": norm.eps, "clip": norm.clip,
                 "mean": mean, "denominator": np.sqrt(var + norm.eps)}
     inner = getattr(getattr(actor, "body", None), "obs_normalizer", None)  # rsl_rl's as_jit() copy
-    if inner is not None and hasattr(inner, "_std"):
-        mean, std = inner._mean.double().reshape(-1).numpy(), inner._std.double().reshape(-1).numpy()
+    if inner is not None and hasattr(inner, "std"):  # an EmpiricalNormalization (not an Identity)
+        mean, std = inner.mean.double().reshape(-1).numpy(), inner.std.double().reshape(-1).numpy()
         return {"formula": "(x - mean) / (std + eps)", "eps": float(inner.eps), "clip": None, "mean": mean,
                 "denominator": std + float(inner.eps)}
     return None
