@@ -172,3 +172,39 @@ def test_the_example_script_runs_the_loop_beside_the_env_bit_for_bit(cube):
                          env=checkout_env(), check=True).stdout
     assert "30 steps of CubeRotate-v0 on plain MuJoCo (control dt 0.05 s, 5 substeps), model as hashed; largest " \
            "observation difference to the env: 0" in out, out
+
+
+def test_a_copy_of_the_loop_package_runs_without_mjvec(cube, tmp_path):
+    """mjvec/deploy copied under another name runs in a process where mjvec cannot be imported at all,
+    and gives the observations the in-tree loop gives (bit for bit)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.subprocesses import ROOT
+
+    onnx_path, contract, model = cube
+    shutil.copytree(ROOT / "mjvec" / "deploy", tmp_path / "robot_loop", ignore=shutil.ignore_patterns("__pycache__"))
+    mujoco.mj_saveModel(model, str(tmp_path / "scene.mjb"), None)
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, (10, 22))
+    np.save(tmp_path / "actions.npy", actions)
+    code = (
+        "import sys, numpy as np, mujoco\n"
+        "sys.modules['mjvec'] = None  # importing mjvec now raises\n"
+        "import robot_loop as rl\n"
+        f"c = rl.load_contract({str(onnx_path)!r})\n"
+        "m = mujoco.MjModel.from_binary_path('scene.mjb')\n"
+        "loop = rl.Deployment(c, m, rl.OnnxPolicy(" + repr(str(onnx_path)) + "))\n"
+        "cmd = {'cube_half_size': [0.024]}\n"
+        "obs = [loop.reset(m.qpos0, np.zeros(m.nv), cmd)]\n"
+        "obs += [loop.step(a, cmd) for a in np.load('actions.npy')]\n"
+        "np.save('copied.npy', np.stack(obs))\n"
+        "print(loop.same_model, sorted(k for k in sys.modules if k.split('.')[0] == 'mjvec' and sys.modules[k]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         env={"PATH": "", "MUJOCO_GL": "osmesa"})
+    assert out.stdout.strip() == "True []", out.stderr
+    loop = Deployment(contract, model)
+    cmd = {"cube_half_size": [0.024]}
+    mine = [loop.reset(model.qpos0, np.zeros(model.nv), cmd)] + [loop.step(a, cmd) for a in actions]
+    np.testing.assert_array_equal(np.load(tmp_path / "copied.npy"), np.stack(mine))

@@ -11,14 +11,16 @@ envs, wrappers or backends. Everything it does comes from the policy contract
 - `Deployment`: the loop (reset, apply, observe, step) over one ``MjModel`` + ``MjData``;
 - `OnnxPolicy`, `load_contract`, `check_model`, `model_sha256`.
 
-To deploy on a robot, copy this folder, keep the contract, and replace what `ObservationBuilder`
-reads from MjData and what `Deployment.apply` writes to it (examples/deploy_mujoco.py runs it).
+To deploy on a robot, copy this folder (its imports are relative, so it works under any package
+name without mjvec installed; tests/test_deploy.py runs such a copy), keep the contract, and
+replace what `ObservationBuilder` reads from MjData and what `Deployment.apply` writes to it
+(examples/deploy_mujoco.py runs it).
 """
 
-from mjvec.deploy.action import ActionMapper
-from mjvec.deploy.loop import Deployment, OnnxPolicy, check_model, load_contract, model_sha256
-from mjvec.deploy.observation import DeployError, ObservationBuilder
-from mjvec.deploy.perception import Perception
+from .action import ActionMapper
+from .loop import Deployment, OnnxPolicy, check_model, load_contract, model_sha256
+from .observation import DeployError, ObservationBuilder
+from .perception import Perception
 
 __all__ = ["ActionMapper", "DeployError", "Deployment", "ObservationBuilder", "OnnxPolicy", "Perception",
            "check_model", "load_contract", "model_sha256"]

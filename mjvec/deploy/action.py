@@ -21,7 +21,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.deploy.observation import DeployError, _id
+from .observation import DeployError, _id
 
 
 def _bounds(dims: list[Mapping[str, Any]], key: str, missing: float = np.inf) -> tuple[np.ndarray, np.ndarray]:

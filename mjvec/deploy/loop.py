@@ -27,9 +27,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.deploy.action import ActionMapper
-from mjvec.deploy.observation import DeployError, ObservationBuilder, _id
-from mjvec.deploy.perception import Perception
+from .action import ActionMapper
+from .observation import DeployError, ObservationBuilder, _id
+from .perception import Perception
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.deploy import _math as M
+from . import _math as M
 
 Pose = tuple[np.ndarray, np.ndarray]  # (pos (3,), quat (4,) wxyz)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.deploy import _math as M
-from mjvec.deploy.observation import DeployError
+from . import _math as M
+from .observation import DeployError
 
 
 class _Queue:
