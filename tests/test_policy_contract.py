@@ -70,6 +70,14 @@ def test_every_task_contract_fits_the_schema_and_states_the_env(case):
     for i, actuator in enumerate(section["actuators"]):
         if actuator["kp"] is not None:  # a position actuator: gain kp, bias (0, -kp, -kd)
             assert (actuator["kp"], -actuator["kd"]) == (model.actuator_gainprm[i, 0], model.actuator_biasprm[i, 2])
+    for dim in contract["action"]["dims"]:  # each dimension's actuator, with its compiled gain and force limit
+        if dim["mode"] == "undeclared":
+            continue
+        i = model.actuator(dim["actuator"]).id
+        limited = bool(model.actuator_forcelimited[i])
+        assert dim["gains"]["gear"] == model.actuator_gear[i, 0]
+        assert dim["gains"]["forcerange"] == (model.actuator_forcerange[i].tolist() if limited else None)
+        assert dim["gains"]["kp"] in (None, model.actuator_gainprm[i, 0])
     assert contract["timing"] == {"control_dt": base.control_dt, "physics_dt": model.opt.timestep,
                                   "substeps": base.frame_skip, "integrator": contract["timing"]["integrator"]}
     # The observation and action against the env's spaces and declared layout.

@@ -7,8 +7,8 @@ and what its outputs do (`interface`): the env id, the timing, the observation's
 clip and blocks (name, size, start, source, frame, units, scale, clip, normalization, quaternion
 order and sign, history), the commands, the action's size, bounds and every dimension's semantics,
 and the model's joint order (names, types, ranges) and actuator order (names, joints). Versions,
-runtime options (backend, threads, device, ...), randomization, the model hash and gains and the
-normalization statistics are recorded but never refused: a policy evaluated on another backend,
+runtime options (backend, threads, device, ...), randomization, the model hash, the compiled gains
+and limits and the normalization statistics are recorded but never refused: a policy evaluated on another backend,
 without its training noise, or on another tool is a legitimate use.
 """
 
@@ -104,7 +104,8 @@ def interface(contract: Mapping[str, Any]) -> dict[str, Any]:
                         "after_step": obs["after_step"],
                         "blocks": [{k: b[k] for k in _BLOCK_KEYS} for b in obs["blocks"]]},
         "commands": [{k: c[k] for k in ("name", "size", "units", "frame")} for c in contract["commands"]],
-        "action": {k: action[k] for k in _ACTION_KEYS},
+        "action": {**{k: action[k] for k in _ACTION_KEYS if k != "dims"},
+                   "dims": [{k: v for k, v in d.items() if k != "gains"} for d in action["dims"]]},
         "model": {"joints": [{k: j[k] for k in ("name", "type", "range")} for j in model["joints"]],
                   "actuators": [{k: a[k] for k in ("name", "joint")} for a in model["actuators"]]},
     }

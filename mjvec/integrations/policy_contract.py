@@ -197,9 +197,13 @@ def _observation(base: Any, spec: DeploymentSpec, keys: list[str | None], effect
             "normalization": None, "after_step": list(spec.after_step)}
 
 
-def _action(base: Any, spec: DeploymentSpec, effects: list[dict]) -> dict[str, Any]:
+def _action(base: Any, spec: DeploymentSpec, effects: list[dict], model: dict[str, Any]) -> dict[str, Any]:
+    """The action section; each dimension with its actuator's compiled gains and limits (`gains`)."""
     space = base.single_action_space
-    dims = [{"index": i, **jsonable(d)} for i, d in enumerate(spec.action)]
+    actuators = {a["name"]: a for a in model["actuators"]}
+    keys = ("kp", "kd", "gear", "ctrlrange", "forcerange")
+    dims = [{"index": i, **jsonable(d), "gains": {k: actuators[d.actuator][k] for k in keys}
+             if d.actuator in actuators else None} for i, d in enumerate(spec.action)]
     delay = [e for e in effects if e["kind"] == "action_delay"]
     return {"size": int(space.shape[0]), "dtype": str(space.dtype), "low": jsonable(np.asarray(space.low, np.float64)),
             "high": jsonable(np.asarray(space.high, np.float64)), "initial_targets": spec.initial_targets,
@@ -216,6 +220,7 @@ def env_contract(env: Any, obs_keys: Sequence[str] | None = None) -> dict[str, A
     variant = int(np.asarray(base.backend.variant_of_env)[0])
     model = make_variant(variant).compile()
     effects = _effects(env)
+    section = _model_section(model, variant, num_variants)
     values = opts.effective_values()
     options = {k: jsonable(v) for k, v in values.items() if k not in RUNTIME_OPTIONS}
     runtime = {k: jsonable(v) for k, v in values.items() if k in RUNTIME_OPTIONS}
@@ -233,8 +238,8 @@ def env_contract(env: Any, obs_keys: Sequence[str] | None = None) -> dict[str, A
         "observation": _observation(base, spec, _policy_keys(base, obs_keys), effects),
         "commands": [jsonable(c) for c in spec.commands],
         "perceived": [jsonable(p) for p in spec.perceived],
-        "action": _action(base, spec, effects),
-        "model": _model_section(model, variant, num_variants),
+        "action": _action(base, spec, effects, section),
+        "model": section,
         "randomization": {"preset": preset, "wrappers": effects},
         "runtime": runtime,
         "policy": None,
