@@ -219,3 +219,12 @@ def test_contract_errors_name_the_problem(tmp_path):
 def test_declarations_refuse_what_the_contract_cannot_state(make, match):
     with pytest.raises(ConfigError, match=match):
         make()
+
+
+def test_the_cli_prints_an_envs_contract(capsys):
+    from mjvec.cli import main
+
+    assert main(["info", "mjvec/Hopper-v5", "--contract", "--option", "frame_skip=2"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(contract_text(_contract("mjvec/Hopper-v5", frame_skip=2)))
+    assert printed["timing"]["substeps"] == 2

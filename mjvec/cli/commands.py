@@ -2,6 +2,7 @@
 
     python -m mjvec list                                   # registered mjvec tasks
     python -m mjvec info CubeRotate-v0 [--json]            # spaces, variants, options, presets, backends
+    python -m mjvec info CubeRotate-v0 --contract          # its policy contract (docs/deploy.md)
     python -m mjvec rollout --num-envs 8 --steps 120 --grid out/grid.png --gif out/rollout.gif
     python -m mjvec rollout --checkpoint out/sb3_ppo/RUN/final_model.zip --gif out/policy.gif
     python -m mjvec eval --checkpoint out/ppo/checkpoint.pt --num-envs 128 --gif out/eval.gif
@@ -91,6 +92,17 @@ def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
     info["presets"] = sorted(task.presets)
     info["backends"] = backend_status()
     return info
+
+
+def contract_text_of(env_id: str, options: dict[str, Any]) -> str:
+    """The policy contract of `env_id` built with `options` (one env), as the JSON text exports write."""
+    from mjvec.integrations.policy_contract import contract_text, env_contract
+
+    env = gym.make_vec(resolve_env_id(env_id), num_envs=1, **options)
+    try:
+        return contract_text(env_contract(env))
+    finally:
+        env.close()
 
 
 def _chain(env: Any) -> list[Any]:
@@ -210,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--contract", action="store_true",
+                   help="print the env's policy contract (docs/deploy.md) instead, as JSON")
     p = sub.add_parser("rollout", help="run a random or SB3-checkpoint policy; write a grid PNG and/or GIF",
                        description=ROLLOUT_HELP, **kw)
     p.add_argument("--env-id", default=ENV_ID, help="a registered env id, or module:Id-v0 (imports module)")
@@ -313,6 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "list":
             for env_id in mjvec_env_ids():
                 print(task_line(env_id))
+            return 0
+        if args.command == "info" and args.contract:
+            print(contract_text_of(args.env_id, parse_options(args.option, "info")))
             return 0
         if args.command == "info":
             info = env_info(args.env_id, parse_options(args.option, "info"))
