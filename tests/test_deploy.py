@@ -33,7 +33,7 @@ from tests import third_task
 from tests.test_policy_contract import _contract, register_bare
 
 # The exported ONNX graph against the torch actor it came from (float32 matmuls in another order):
-# measured at most 1.2e-7 on these policies' actions; 1e-5 is tests/test_export.py's bound.
+# measured at most 5.7e-7 on these policies' actions (80 steps of 8 envs each); 1e-5 is tests/test_export.py's bound.
 ONNX_ATOL = 1e-5
 STEPS = 80
 
