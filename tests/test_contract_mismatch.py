@@ -48,7 +48,8 @@ def _stats(policy) -> np.ndarray:
     return actor.body.obs_normalizer.mean.double().reshape(-1).numpy()
 
 
-# The fast set round-trips ppo.py's kind; SB3 and rsl_rl, which train first, are slow (as in test_export).
+# The fast set round-trips ppo.py's kind; SB3 and rsl_rl, which train first, are slow (as in test_export),
+# and the exported kinds (onnx, torchscript) round-trip in every case.
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.slow) if k in ("sb3", "rsl_rl") else k
                                   for k in sorted(KINDS)])
 def test_every_policy_kind_round_trips_through_export_with_its_contract(kind, tmp_path, capsys):

@@ -61,12 +61,7 @@ CASES = {
 }
 
 
-# The fast set runs the three tasks the claim names (SimToolReal-v0, CubeRotate-v0, a Gymnasium task);
-# Humanoid's extra blocks and the later task are slow.
-SLOW = ("mjvec/Humanoid-v5", "PoleBalance-v0")
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in sorted(CASES)])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_the_plain_mujoco_loop_equals_the_env_step_for_step_bit_for_bit(case, tmp_path):
     env_id, trained, deployed = CASES[case]
     policy = pf.mlp_policy(env_id, **trained)
@@ -165,7 +160,6 @@ def test_perception_refuses_a_wrapper_it_cannot_describe():
     env.close()
 
 
-@pytest.mark.slow
 def test_the_example_script_runs_the_loop_beside_the_env_bit_for_bit(cube):
     import subprocess
     import sys
