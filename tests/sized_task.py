@@ -9,8 +9,8 @@ the smallest: an estimate that saw only the first variant would miss most of the
 from __future__ import annotations
 
 import mujoco
-from mjvec.envs.tasks import register_task, registered_tasks
 
+from mjvec.envs.registry import register_task, registered_tasks
 from tests.third_task import PoleBalanceEnv, PoleBalanceOptions, pole_spec
 
 ENV_ID = "SizedPole-v0"

@@ -16,13 +16,13 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from mjvec.envs.tasks import get_task
 
 import tests.sized_task as sized
 from mjvec.backends import grouped
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.envs import memory
+from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError
 from tests.subprocesses import checkout_env
 
@@ -102,7 +102,7 @@ import json, warnings
 import gymnasium as gym, numpy as np
 warnings.simplefilter("ignore")
 import tests.sized_task as sized
-from mjvec.envs.tasks import get_task
+from mjvec.envs.registry import get_task
 
 def rss():
     for line in open("/proc/self/status"):

@@ -67,6 +67,8 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
 - Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
+- ``deployment_spec()``: what a policy trained on the task needs outside mjvec (the policy
+  contract's task part, `mjvec.envs.deployment`); a task overrides it to declare its sources.
 - The vector-env interface RL libraries expect (`mjvec.vector_api`): ``autoreset_mode``,
   ``len(env)``, ``call``, ``get_attr``, ``set_attr``.
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
@@ -102,6 +104,7 @@ from mjvec.envs.autoreset import (
     parse_reset_options,
     parse_seed,
 )
+from mjvec.envs.deployment import DeploymentMixin
 from mjvec.envs.guard import CallGuard, call_exclusive, exclusive, not_copyable
 from mjvec.envs.hooks import TransformHooksMixin
 from mjvec.envs.memory import MemoryNeeds
@@ -120,7 +123,7 @@ RENDER_MODES = ("rgb_array",)
 MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
 
 
-class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, VectorEnv):
+class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, VectorEnvAPI, VectorEnv):
     """Base of every mjvec task (see the module docstring for the full contract).
 
     Provided to subclasses: ``backend``, ``num_envs``, ``global_env_ids`` (N,) int64, ``rng``

@@ -7,7 +7,7 @@ calling this one's `__post_init__`; `mjvec.envs.registry.register_task` takes it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -119,6 +119,11 @@ class TaskOptions:
                 f"task_namespace must be None (where the backend keeps its state) or 'numpy' (on the host), "
                 f"got {self.task_namespace!r}"
             )
+
+    def effective_values(self) -> dict[str, Any]:
+        """Every option's value as the task runs with it (the policy contract records these). Default:
+        the fields as set; a task whose None means "the task's default" fills that in (a config)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def env_options(self, backend: Any) -> dict[str, Any]:
         """The `MjVecEnv` keyword arguments these options set, for an env over `backend`."""

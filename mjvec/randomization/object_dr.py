@@ -26,7 +26,7 @@ from mjvec.contract import (
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.queues import DelayQueue, ResetMarks, check_delay, segment_hooks, with_segment_starts
-from mjvec.randomization.wrapper import HookWrapper
+from mjvec.randomization.wrapper import HookWrapper, WrapperEffect
 from mjvec.rotations import rotate_by_axis_angle
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
@@ -60,6 +60,8 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
                 raise ConfigError(f"ObjectPoseLatency: {name} must be finite and >= 0, got {value}")
         self._base, self._max = base, max_delay
         self._pos_std, self._rot = pos_std, math.radians(rot_deg)
+        self._settings = {"max_delay": max_delay, "pos_std": float(pos_std), "rot_deg": float(rot_deg),
+                          "rot_axis": "positive_octant", "refill_on_goal": refill_on_goal}
         self._queue = DelayQueue(max_delay + 1)
         self._marks = ResetMarks(base)
         self._all = base.all_rows
@@ -67,6 +69,10 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         self._register(lambda: base.set_object_pose_source(self._pose),
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.lifecycle.subscribe("interval", self._advance))
+
+    def describe(self) -> WrapperEffect:
+        """Latency and noise on the perceived object pose."""
+        return WrapperEffect("pose_latency", "object_pose", self._settings)
 
     def per_env_bytes(self) -> int:
         """The queue of max_delay + 1 float64 poses (7 values), the perceived pose, a reset mark."""
@@ -120,6 +126,10 @@ class ObjectScaleNoise(HookWrapper, VectorWrapper):
         self._register(lambda: base.set_object_scale_source(self._scales),
                        lambda: base.lifecycle.subscribe("reset", self._draw))
 
+    def describe(self) -> WrapperEffect:
+        """A per-axis factor U(low, high) on the perceived scales, drawn at every reset."""
+        return WrapperEffect("scale_noise", "object_scales", {"low": float(self._low), "high": float(self._high)})
+
     def per_env_bytes(self) -> int:
         """The three float64 scale factors per env."""
         return 3 * 8
@@ -172,6 +182,8 @@ class RandomPushes(HookWrapper, VectorWrapper):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"RandomPushes: {name} must be finite and >= 0, got {value}")
         self._base, self._prob_range = base, (float(lo), float(hi))
+        self._settings = {"prob_range": [float(lo), float(hi)], "force_scale": float(force_scale),
+                          "torque_scale": float(torque_scale), "mass_scale": mass_scale}
         self._scales = (float(force_scale), float(torque_scale))
         self.mass_scale = mass_scale
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
@@ -183,6 +195,10 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.pushed = base.zeros((), base.xp.bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
                        lambda: base.add_action_transform(self._before_physics))
+
+    def describe(self) -> WrapperEffect:
+        """Random force and torque pushes on the task's push body (physics, not perception)."""
+        return WrapperEffect("pushes", "physics", self._settings)
 
     def per_env_bytes(self) -> int:
         """Two float64 probabilities and three push masks per env."""

@@ -23,7 +23,8 @@ The palm is fixed, so its centre is a constant of the scene.
 
 Hooks for the randomization wrappers: `EnvHooks` (from `MjVecEnv`) and `ObservationLayoutHooks`
 (``policy_layout``), so `ObservationNoise` (e.g. on "joint_pos"), `ObservationDelay` and
-`ActionDelay` apply, and every model-field `EventTerm` (the cube body is "cube", its geom "cube").
+`ActionDelay` apply, and every model-field `EventTerm` (the cube body is "cube", its geom "cube");
+and the policy contract's deployment declarations (`deployment.DeploymentHooks`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate import scene as C
 from mjvec.tasks.cube_rotate import terms as ct
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
+from mjvec.tasks.cube_rotate.deployment import DeploymentHooks
 
 __all__ = ["POLICY_LAYOUT", "REWARD_TERMS", "CubeRotateEnv"]
 
@@ -51,7 +53,7 @@ POLICY_LAYOUT = ct.POLICY_LAYOUT
 REWARD_TERMS = ct.REWARD_TERMS
 
 
-class CubeRotateEnv(MjVecEnv, VectorEnv):
+class CubeRotateEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     """The CubeRotate task over any backend (see the module docstring).
 
     backend: a `Backend` (numpy state views) whose scene's variant v is

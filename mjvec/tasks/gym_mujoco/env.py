@@ -31,6 +31,7 @@ from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.gym_mujoco import terms as T
+from mjvec.tasks.gym_mujoco.deployment import DeploymentHooks
 from mjvec.tasks.gym_mujoco.options import GymMujocoOptions
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 from mjvec.tasks.gym_mujoco.specs import QVEL_CLIP, TASKS, TaskDef, observation_layout
@@ -52,7 +53,7 @@ def compiled(path: Path) -> mujoco.MjModel:
     return load_spec(path).compile()
 
 
-class GymMujocoEnv(MjVecEnv):
+class GymMujocoEnv(DeploymentHooks, MjVecEnv):
     """A Gymnasium v5 MuJoCo task over a numpy-state backend (see the module docstring).
 
     task: the `TaskDef`; options: its options (the physics and reward constants); the remaining

@@ -28,7 +28,8 @@ Hooks declared for the randomization wrappers (`mjvec.contract`): `EnvHooks` (fr
 `MjVecEnv`), `ObservationLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
 on the object body, only while the object is lifted, scaled by the tool's own mass or by the
 paper run's reference mass), `PushReferenceMassHooks` and `GoalSegmentHooks` (the step counter
-the source's delay queues refill on), each implemented below over the task's records.
+the source's delay queues refill on), each implemented below over the task's records; and the
+deployment declarations of the policy contract (`deployment.DeploymentHooks`).
 
 Structure. The env holds records and runs the phases; the computing is done by pure functions:
 `indices.TaskIndices` (model ids and per-env tool arrays, built once by `build_indices`),
@@ -65,6 +66,7 @@ from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import Reducer
+from mjvec.tasks.simtoolreal.deployment import DeploymentHooks
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
 from mjvec.tasks.simtoolreal.state import initial_state, new_state
@@ -101,7 +103,7 @@ def _fields(record: str, count: int) -> tuple[_Field, ...]:
 
 # VectorEnv is named again among the bases for libraries that recognise a Gymnasium env by the
 # module of its class's direct bases (skrl's wrap_env).
-class SimToolRealEnv(MjVecEnv, VectorEnv):
+class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     """The SimToolReal task over any backend (see the module docstring).
 
     backend: a `Backend` whose scene's variant v is `scene_spec(v, tool_geometry, catalog)`.

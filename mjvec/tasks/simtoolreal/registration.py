@@ -78,6 +78,10 @@ class SimToolRealOptions(TaskOptions):
         if self.config is not None and not isinstance(self.config, SimToolRealConfig):
             raise ConfigError(f"config must be a SimToolRealConfig or None, got {type(self.config).__name__}")
 
+    def effective_values(self) -> dict[str, Any]:
+        """`TaskOptions.effective_values` with ``config`` the config the task runs with (`task_config`)."""
+        return {**super().effective_values(), "config": self.task_config()}
+
     def task_config(self) -> SimToolRealConfig:
         cfg = SimToolRealConfig() if self.config is None else self.config
         if self.max_episode_steps is None:
