@@ -15,8 +15,8 @@ import numpy as np
 
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.registry import backend_entry, check_backend_options, native_namespace
+from mjvec.envs.arguments import parse_autoreset_mode
 from mjvec.envs.arrays import ARRAY_BACKENDS
-from mjvec.envs.autoreset import parse_autoreset_mode
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm, check_randomization

@@ -167,14 +167,14 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         self.indices = build_indices(backend.model, catalog, tool_ids, cfg, self.asarray, backend.qpos.dtype)
         self._act_ids = self.indices.act_ids  # (named by the reset's ctrl write)
         # The task's progress counter IS the base's episode_steps (see the module docstring).
-        self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self._like,
+        self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self.arrays.like,
                                     self._critic, progress=self.episode_steps)
         self.views = bind_views(backend, self.bound_fields(obs_mode))
         # The critic's measurement of every env: the step's, with the rows reset or given a new goal
         # since re-measured (None without the critic: nothing reads it between steps).
-        self._measured = self._measure(self._all_rows) if self._critic else None
-        self._slots.declare("object_pose")
-        self._slots.declare("object_scales")
+        self._measured = self._measure(self.all_rows) if self._critic else None
+        self.slots.declare("object_pose")
+        self.slots.declare("object_scales")
 
     # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
     @classmethod
@@ -240,21 +240,21 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         """ObjectPoseHooks: the policy's object pose becomes `source()` ((N, 3), (N, 4) wxyz);
         returns the release. One source at a time (a second raises ConfigError). The critic and the
         reward keep the true pose."""
-        return self._slots.fill("object_pose", source)
+        return self.slots.fill("object_pose", source)
 
     def set_object_scale_source(self, source: Callable[[], Any]) -> Callable[[], None]:
         """ObjectScaleHooks: the observed grasp-box scales become `source()` ((N, 3)); returns the
         release (one at a time)."""
-        return self._slots.fill("object_scales", source)
+        return self.slots.fill("object_scales", source)
 
     def observed_object_pose(self) -> tuple[Any, Any]:
         """The object pose the POLICY sees now: the slot's source, or the true pose."""
-        source = self._slots.get("object_pose")
+        source = self.slots.get("object_pose")
         return self.true_object_pose() if source is None else source()
 
     def observed_object_scales(self) -> Any:
         """(N, 3) grasp-box scales the policy sees (and obs keypoints use): the slot's source, or the true ones."""
-        source = self._slots.get("object_scales")
+        source = self.slots.get("object_scales")
         return self.indices.object_scales if source is None else source()
 
     @property
@@ -297,7 +297,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         xp, state = self.xp, self.task_state
         state.curriculum.begin_step()  # before the tolerance is used, as in the source
-        measured = self._measure(self._all_rows)
+        measured = self._measure(self.all_rows)
         terms = evaluate(self.cfg, self.indices, state, measured, self.backend.qvel, state.curriculum.tolerance,
                          active)
         if self._critic:
@@ -322,7 +322,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
 
     def _observe(self) -> Any:
         scales = self.xp.astype(self.observed_object_scales(), self.indices.dtype)
-        source = self._slots.get("object_pose")
+        source = self.slots.get("object_pose")
         observed = self.true_object_pose() if source is None else source()
         true = observed if source is None or not self._critic else self.true_object_pose()
         obs = ObsInputs(self.cfg, self.indices, self.views, self.task_state, self.backend.qpos, self.backend.qvel,
@@ -363,9 +363,9 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         rows.put(self.views.mocap_quat[:, idx.goal_mocap], quat)
 
     def _reset_envs(self, rows: Rows) -> None:
-        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, self._device_of())
+        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, self.arrays.device)
         xp = self.xp
-        ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self._device_of())
+        ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self.arrays.device)
         ctrl[:, self._act_ids] = joint_pos
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
