@@ -319,6 +319,17 @@ def register_task(
             f"{env_id!r} is already registered; pick another id (e.g. bump its version, 'Name-v1'), or call "
             "mjvec.envs.registry.unregister_task first to replace it"
         )
+    callables = {"variants": variants, "env_kwargs": env_kwargs}
+    presets, namespaces = _checked_task_args(env_id, env_class, options, presets, namespaces, callables)
+    task = Task(env_id, env_class, options, presets=MappingProxyType(presets), namespaces=namespaces, **callables)
+    gym.register(env_id, entry_point=task.make_single, vector_entry_point=task.make_vec, max_episode_steps=None)
+    _TASKS[env_id] = task
+    return task
+
+
+def _checked_task_args(env_id: str, env_class: Any, options: Any, presets: Any, namespaces: Any,
+                       callables: Mapping[str, Any]) -> tuple[dict[str, Preset], tuple[str, ...]]:
+    """`register_task`'s arguments checked, each with the error that names it: (presets, namespaces)."""
     if not (isinstance(env_class, type) and issubclass(env_class, MjVecEnv)):
         raise ConfigError(f"env_class must be an MjVecEnv subclass, got {env_class!r}")
     if not (isinstance(options, type) and issubclass(options, TaskOptions) and dataclasses.is_dataclass(options)):
@@ -329,7 +340,6 @@ def register_task(
         raise ConfigError(
             f"presets must map lower-case names other than 'none' to callables wrap(env) -> env; got {presets!r}"
         )
-    callables = {"variants": variants, "env_kwargs": env_kwargs}
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")
@@ -350,10 +360,7 @@ def register_task(
         raise ConfigError(
             f"register_task({env_id!r}): namespaces must be ('numpy',) or ('numpy', 'torch'), got {namespaces!r}"
         )
-    task = Task(env_id, env_class, options, presets=MappingProxyType(presets), namespaces=namespaces, **callables)
-    gym.register(env_id, entry_point=task.make_single, vector_entry_point=task.make_vec, max_episode_steps=None)
-    _TASKS[env_id] = task
-    return task
+    return presets, namespaces
 
 
 def register_once(env_id: str, **kwargs: Any) -> Task:
