@@ -16,7 +16,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from . import _math as M
+from . import _math as rotation_math
 
 Pose = tuple[np.ndarray, np.ndarray]  # (pos (3,), quat (4,) wxyz)
 
@@ -122,7 +122,7 @@ class ObservationBuilder:
 
     def _free_joint_angvel(self, m: Any, source: Mapping, names: list[str]) -> Callable:
         adr, dof, _ = self._free_joint(m, names)
-        return lambda d, ctx: M.quat_rotate(d.qpos[adr + 3:adr + 7][None], d.qvel[dof + 3:dof + 6][None])
+        return lambda d, ctx: rotation_math.quat_rotate(d.qpos[adr + 3:adr + 7][None], d.qvel[dof + 3:dof + 6][None])
 
     def _command(self, m: Any, source: Mapping, names: list[str]) -> Callable:
         name = source["command"]
@@ -152,7 +152,7 @@ class ObservationBuilder:
             pos, quat = (np.asarray(v, np.float64)[None] for v in pose(d, ctx))
             dims = self.command(ctx, size_command)[None] * size_scale
             offsets = signs * (0.5 * extent * dims)[..., None, :]
-            return M.keypoints_from_rot(pos, M.quat_to_mat(quat), offsets)
+            return rotation_math.keypoints_from_rot(pos, rotation_math.quat_to_mat(quat), offsets)
 
         return read
 
@@ -172,9 +172,9 @@ class ObservationBuilder:
     # ---- the observation -----------------------------------------------------------------------
     def _transform(self, block: Mapping[str, Any], value: np.ndarray) -> np.ndarray:
         if block["canonical"]:
-            value = M.canonical(value)
+            value = rotation_math.canonical(value)
         if block["quat_order"] == "xyzw":
-            value = value[..., M.XYZW]
+            value = value[..., rotation_math.XYZW]
         if block["normalize"] == "joint_range":
             ranges = np.array([self.ranges[n] for n in block["source"]["elements"]], np.float64)
             lower, upper = ranges[:, 0], ranges[:, 1]

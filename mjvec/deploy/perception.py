@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _math as M
+from . import _math as rotation_math
 from .observation import DeployError
 
 
@@ -86,7 +86,7 @@ class Perception:
         pos = pose[:3] + p["pos_std"] * self.rng.standard_normal(3)
         axis = self.rng.uniform(0.0, 1.0, 3)
         half = self.rng.uniform(-0.5 * math.radians(p["rot_deg"]), 0.5 * math.radians(p["rot_deg"]))
-        return pos, M.rotate_by_axis_angle(pose[3:], axis, np.asarray(half))
+        return pos, rotation_math.rotate_by_axis_angle(pose[3:], axis, np.asarray(half))
 
     def reset(self, true_pose: tuple[np.ndarray, np.ndarray] | None, commands: Mapping[str, Any]) -> dict[str, Any]:
         """Start an episode: draw the scale factors, refill the pose queue with `true_pose` (the

@@ -20,7 +20,7 @@ import numpy as np
 from mjvec.backends.base import Scene
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
-from mjvec.backends.warp import build as B
+from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.backends.warp.engine import WarpEngine
 from mjvec.errors import ConfigError
@@ -76,7 +76,7 @@ class WarpBackend(GroupedBackend):
         if not isinstance(use_graph, bool):
             raise ConfigError(f"use_graph must be a bool, got {use_graph!r}")
         check_kernel_cache()
-        wp_device = B.resolve_device("cuda:0" if device is None else device)
+        wp_device = warp_build.resolve_device("cuda:0" if device is None else device)
         engine = WarpEngine(wp_device, nconmax=nconmax, njmax=njmax, use_graph=use_graph,
                             deterministic=deterministic, overflow_check_interval=overflow_check_interval,
                             rne_post_constraint=scene.rne_post_constraint)
@@ -118,7 +118,7 @@ class WarpBackend(GroupedBackend):
         For tests and diagnostics; geom fields use the canonical slot layout."""
         self._check_open()
         for worlds in self._engine.worlds:
-            B.model_view(worlds, name)  # ConfigError for a field that is not per world
+            warp_build.model_view(worlds, name)  # ConfigError for a field that is not per world
         return self._gather_field(name)
 
 
