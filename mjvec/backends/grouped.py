@@ -51,6 +51,7 @@ from mjvec.backends.groupviews import GroupViews
 from mjvec.backends.lifetime import Lifetime
 from mjvec.backends.variants import Routing, canonical_model, make_groups, model_arrays
 from mjvec.errors import ConfigError
+from mjvec.validate import require_int
 
 _MODEL_ONLY = frozenset(model_arrays()) - {"plugin"}  # 'plugin' names an MjData array too
 
@@ -255,8 +256,7 @@ class GroupedBackend(Lifetime):
         """Advance every env by `nstep` physics steps; the (num_envs,) bool mask of envs whose step
         failed (see the engine's backend class for where that mask lives and what a failed env keeps)."""
         self._check_open()
-        if isinstance(nstep, bool) or not isinstance(nstep, int) or nstep < 1:
-            raise ConfigError(f"nstep must be an int >= 1, got {nstep!r}")
+        nstep = require_int(nstep, "nstep", low=1)
         self._views.scatter_inputs()
         try:
             return self._engine.step(nstep)

@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from mjvec.errors import ConfigError, allowed, is_int
+from mjvec.validate import require_bool, require_int
 
 RESET_OPTION_KEYS = ("reset_mask",)
 
@@ -110,8 +111,7 @@ def check_env_args(frame_skip: Any, observation_space: Any, action_space: Any, r
                    record_episode_statistics: Any, render_modes: tuple[str, ...],
                    max_episode_steps: Any = None) -> None:
     """`MjVecEnv`'s constructor arguments, or ConfigError naming the bad one."""
-    if isinstance(frame_skip, bool) or not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
-        raise ConfigError(f"frame_skip must be an int >= 1, got {frame_skip!r}")
+    require_int(frame_skip, "frame_skip", low=1)
     if not isinstance(observation_space, gym.Space):
         raise ConfigError(f"single_observation_space must be a gymnasium Space, got {observation_space!r}")
     if not isinstance(action_space, gym.spaces.Box):
@@ -120,9 +120,5 @@ def check_env_args(frame_skip: Any, observation_space: Any, action_space: Any, r
         raise ConfigError(f"single_action_space must be 1-D, got shape {action_space.shape}")
     if render_mode is not None and render_mode not in render_modes:
         raise ConfigError(f"render_mode={render_mode!r} is not supported; allowed values are None or {render_modes}")
-    if not isinstance(record_episode_statistics, (bool, np.bool_)):
-        raise ConfigError(f"record_episode_statistics must be True or False, got {record_episode_statistics!r}")
-    if max_episode_steps is not None and (isinstance(max_episode_steps, (bool, np.bool_))
-                                          or not isinstance(max_episode_steps, (int, np.integer))
-                                          or max_episode_steps < 1):
-        raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {max_episode_steps!r}")
+    require_bool(record_episode_statistics, "record_episode_statistics")
+    require_int(max_episode_steps, "max_episode_steps", low=1, optional=True)

@@ -37,6 +37,7 @@ import numpy as np
 
 from mjvec.backends.memory import BackendMemory, bound_field_bytes, size_class  # noqa: F401  (bound_field_bytes: public here)
 from mjvec.errors import ConfigError
+from mjvec.validate import require_int
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,7 @@ class MemoryNeeds:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bound_fields", tuple(self.bound_fields))
-        if isinstance(self.bytes_per_env, bool) or not isinstance(self.bytes_per_env, int) or self.bytes_per_env < 0:
-            raise ConfigError(f"MemoryNeeds.bytes_per_env must be an int >= 0, got {self.bytes_per_env!r}")
+        object.__setattr__(self, "bytes_per_env", require_int(self.bytes_per_env, "MemoryNeeds.bytes_per_env", low=0))
 
 
 @dataclass(frozen=True)

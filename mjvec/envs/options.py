@@ -20,6 +20,7 @@ from mjvec.envs.arrays import ARRAY_BACKENDS
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm, check_randomization
+from mjvec.validate import require_int
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,8 @@ class TaskOptions:
             randomization = tuple(randomization)
         object.__setattr__(self, "randomization", randomization)
         backend_entry(self.backend)
-        if self.num_threads is not None and (not is_int(self.num_threads) or self.num_threads < 1):
-            raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
-        if self.max_episode_steps is not None and (not is_int(self.max_episode_steps) or self.max_episode_steps < 1):
-            raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
+        require_int(self.num_threads, "num_threads", low=1, optional=True)
+        require_int(self.max_episode_steps, "max_episode_steps", low=1, optional=True)
         if not is_int(self.env_id_offset) or not 0 <= self.env_id_offset <= MAX_GLOBAL_ID:
             raise ConfigError(
                 f"env_id_offset must be an int >= 0 and at most 2**63 - 1 (global env ids are int64), "
@@ -99,9 +98,7 @@ class TaskOptions:
         check_deterministic(self.deterministic)
         for label in ("nconmax", "njmax"):
             value = getattr(self, label)
-            if value is not None and (not is_int(value) or value < 1):
-                raise ConfigError(f"{label} must be None or an int >= 1, got {value!r}")
-            object.__setattr__(self, label, None if value is None else int(value))
+            object.__setattr__(self, label, require_int(value, label, low=1, optional=True))
         if self.nconmax is not None or self.njmax is not None:
             check_backend_options(self.backend, nconmax=self.nconmax, njmax=self.njmax)
         parse_autoreset_mode(self.autoreset_mode)

@@ -23,7 +23,7 @@ from mjvec.backends.grouped import GroupedBackend
 from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.backends.warp.engine import WarpEngine
-from mjvec.errors import ConfigError
+from mjvec.validate import require_bool, require_int
 
 
 class WarpBackend(GroupedBackend):
@@ -70,11 +70,9 @@ class WarpBackend(GroupedBackend):
     ) -> None:
         deterministic = check_deterministic(deterministic)
         _check_interval(overflow_check_interval)
-        for label, value in (("nconmax", nconmax), ("njmax", njmax)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{label} must be an int >= 1 or None, got {value!r}")
-        if not isinstance(use_graph, bool):
-            raise ConfigError(f"use_graph must be a bool, got {use_graph!r}")
+        nconmax = require_int(nconmax, "nconmax", low=1, optional=True)
+        njmax = require_int(njmax, "njmax", low=1, optional=True)
+        use_graph = require_bool(use_graph, "use_graph")
         check_kernel_cache()
         wp_device = warp_build.resolve_device("cuda:0" if device is None else device)
         engine = WarpEngine(wp_device, nconmax=nconmax, njmax=njmax, use_graph=use_graph,
@@ -123,5 +121,4 @@ class WarpBackend(GroupedBackend):
 
 
 def _check_interval(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"overflow_check_interval must be an int >= 1, got {value!r}")
+    require_int(value, "overflow_check_interval", low=1)
