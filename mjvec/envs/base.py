@@ -74,9 +74,10 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   render_grid/close while another of them is running (from a second thread) raises
   `ConcurrentUseError` and changes nothing (a wrapper's close() included: it is refused before any
   hook is released); copies (``copy.copy``/``deepcopy``) are refused.
-- Interrupts (Ctrl-C): an interrupted call never leaves the env locked. A step() or reset()
-  interrupted part way leaves the envs' state unknown: step() and masked resets then raise
-  `ResetNeededError` until a full reset(); an interrupted close() is finished by calling close() again.
+- Interrupts (Ctrl-C): an interrupted call never leaves the env locked for its thread (Ctrl-C lands
+  in the main thread). A step() or reset() that a ``BaseException`` ended part way leaves the envs'
+  state unknown: step() and masked resets then raise `ResetNeededError` until a full reset(); an
+  interrupted close() is finished by calling close() again. A refused call is never taken for one.
 """
 
 from __future__ import annotations
