@@ -110,7 +110,7 @@ from mjvec.envs.stepping import StepMixin
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
-from mjvec.xp import Rows, is_numpy, namespace_of
+from mjvec.xp import Rows, copy_array, is_numpy, namespace_of
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
 
@@ -197,6 +197,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         self._stats = EpisodeStats.create(self.num_envs, self._like)
         # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
         self._needs_reset = self.zeros((), self.xp.bool)
+        self._autoresetting = self.zeros((), self.xp.bool)  # the running step's NEXT_STEP autoresets
         self._all_rows = Rows.all(self.num_envs, self._like)
         # Its own all-False mask on a device (never aliased to a buffer that gets written).
         self._no_rows = Rows.of_mask(self.zeros((), self.xp.bool)) if not self._host else Rows.of_ids([], self.num_envs)
@@ -360,9 +361,10 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED:
             self._refuse_done_envs()
+        pending = self._needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
+        self._autoresetting = copy_array(pending)  # pending itself is cleared as those envs reset
         for transform in self._action_transforms:
             actions = transform(actions)
-        pending = self._needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
 
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.

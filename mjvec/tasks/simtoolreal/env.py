@@ -67,7 +67,7 @@ from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import Reducer
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
-from mjvec.tasks.simtoolreal.state import initial_state, new_state
+from mjvec.tasks.simtoolreal.state import initial_state, new_state, refresh_object_com, refresh_table
 from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, evaluate, measure, object_pose
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.xp import Rows
@@ -361,22 +361,27 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         rows.put(self.views.mocap_quat[:, idx.goal_mocap], quat)
 
     def _reset_envs(self, rows: Rows) -> None:
-        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, self._device_of())
+        state = self.task_state
+        # The spawn follows the table (its height randomized by a reset event that already ran), as
+        # the source's object_init_state does; so do the lift reference and the first goal's floor.
+        refresh_table(state, self.backend, self.indices, self.asarray)
+        rows.put(state.spawn_z, rows.take(state.table_z) + S.SPAWN_ABOVE_TABLE_CENTRE)
+        spawn_z = rows.take(state.spawn_z)
+        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, spawn_z, self._device_of())
         xp = self.xp
         ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self._device_of())
         ctrl[:, self._act_ids] = joint_pos
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
-        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, self.indices.spawn_z)
+        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
         # The source records every env's success count at each of its resets, so an episode cut short
         # (by reset(), a reset mask or a simulation error) counts too; one that ended in a step was
         # already recorded then, with the same count.
-        state = self.task_state
         state.curriculum.finish(rows, rows.take(xp.astype(state.successes, xp.float64)))
         state.start_episode(rows)
         if self._critic:
-            self._refresh_object_com()
+            refresh_object_com(state, self.backend, self.indices, self.asarray)
             self._measured = self._measured.with_rows(rows, self._measure(rows))
 
     def _measure(self, rows: Rows) -> Any:
@@ -384,14 +389,6 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         return measure(self.indices, rows.take(self.backend.qpos), rows.take(self.views.site_xpos),
                        rows.take(self.task_state.goal_kp_fixed))
 
-    def _refresh_object_com(self) -> None:
-        """Re-read the object-frame COM offsets after a write to body_ipos (a COM randomization term):
-        the backend counts its writes per field, so this reads nothing back while none happen."""
-        state, version = self.task_state, self.backend.field_version("body_ipos")
-        if version != state.com_version:
-            ipos = self.backend.field_values("body_ipos")[:, self.indices.object_body_id]
-            state.object_com[...] = self.asarray(ipos, self.indices.dtype)
-            state.com_version = version
 
 
 def _read_only(value: Any) -> Any:

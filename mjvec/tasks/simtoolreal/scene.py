@@ -34,8 +34,10 @@ OBJECT_BODY_NAME = "object"
 OBJECT_JOINT_NAME = "object_freejoint"
 # The source offsets the spawn from the table's CENTRE (its tableObjectZOffset over tableResetZ), not
 # from the table top: the tool starts a little above the surface and drops onto it. This height is
-# also the task's reference for the lift reward, `lifted` and the first goal's floor.
-OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_POS[2] + 0.25)
+# also the task's reference for the lift reward, `lifted` and the first goal's floor; all of them
+# follow the table where its height is randomized (the task re-reads the table at each reset).
+SPAWN_ABOVE_TABLE_CENTRE = 0.25
+OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_POS[2] + SPAWN_ABOVE_TABLE_CENTRE)
 GOAL_BODY_NAME = "goal"
 # The ghost's pose before the first reset: the lowest first goal (the floor the task raises first
 # goals to, above the spawn height). Every reset moves it to the env's own goal.
