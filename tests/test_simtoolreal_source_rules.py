@@ -14,6 +14,8 @@ tool's height after the step), and the env's random streams replayed with `mjvec
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -127,3 +129,132 @@ def test_the_observation_of_a_success_step_already_shows_the_new_goal():
     np.testing.assert_allclose(got, want, atol=1e-5)  # float32 observation
     assert np.abs(got - (_corners(pos, quat, dims) - _corners(*old_goal, dims))).max() > 0.01
     env.close()
+
+
+# The source's LEFT_SHARPA_KUKA_LINK_TO_ADJACENT_LINKS (isaacgymenvs/tasks/simtoolreal/adjacent_links.py),
+# the robot link pairs it filters out of an otherwise all-pairs self-collision.
+SOURCE_ADJACENT = {
+    **{f"iiwa14_link_{i}": [f"iiwa14_link_{i + 1}"] for i in range(6)},
+    "iiwa14_link_7": ["iiwa14_link_6", "left_thumb_CMC_VL", "left_thumb_MC", "left_index_MCP_VL", "left_index_PP",
+                      "left_middle_MCP_VL", "left_middle_PP", "left_ring_MCP_VL", "left_ring_PP", "left_pinky_MC"],
+    **{f"left_{f}_MCP_VL": [f"left_{f}_PP"] for f in ("index", "middle", "ring")},
+    **{f"left_{f}_PP": [f"left_{f}_MP"] for f in ("index", "middle", "ring", "pinky")},
+    **{f"left_{f}_MP": [f"left_{f}_DP"] for f in ("index", "middle", "ring", "pinky")},
+    "left_pinky_MC": ["left_pinky_MCP_VL", "left_pinky_PP"],
+    "left_pinky_MCP_VL": ["left_pinky_PP"],
+    "left_thumb_CMC_VL": ["left_thumb_MC"],
+    "left_thumb_MC": ["left_thumb_MCP_VL", "left_thumb_PP"],
+    "left_thumb_MCP_VL": ["left_thumb_PP"],
+    "left_thumb_PP": ["left_thumb_DP"],
+}
+# This model's body for each source link: a virtual link (VL) is part of the next link's body (one
+# body with both knuckle hinges), and the palm is part of link 7 (welded to it, as merged in the source).
+MERGED = {"left_thumb_CMC_VL": "left_thumb_MC", "left_thumb_MCP_VL": "left_thumb_PP",
+          "left_index_MCP_VL": "left_index_PP", "left_middle_MCP_VL": "left_middle_PP",
+          "left_ring_MCP_VL": "left_ring_PP", "left_pinky_MCP_VL": "left_pinky_PP", "left_hand_C_MC": "iiwa14_link_7"}
+
+
+def _robot_pairs_in_contact(model, data) -> set[frozenset[str]]:
+    pairs = set()
+    for c in data.contact[: data.ncon]:
+        names = [model.body(model.geom_bodyid[g]).name for g in (c.geom1, c.geom2)]
+        if all(n.startswith(("iiwa14", "left_")) for n in names):
+            pairs.add(frozenset(MERGED.get(n, n) for n in names))
+    return pairs
+
+
+def test_robot_self_collision_is_every_pair_but_the_sources_adjacency_table():
+    """In poses across the joint ranges, the robot link pairs MuJoCo makes contacts for are exactly
+    the pairs whose geoms overlap, minus the source's adjacent pairs and the one documented
+    exclude (link 5 vs link 7, whose capsules always overlap). Before, no arm pair collided."""
+    import mujoco
+
+    from mjvec.assets import robot as R
+
+    model = S.compile_scene(0)
+    data = mujoco.MjData(model)
+    filtered = {frozenset(MERGED.get(n, n) for n in (a, b)) for a, bs in SOURCE_ADJACENT.items() for b in bs}
+    filtered.add(frozenset(("iiwa14_link_5", "iiwa14_link_7")))  # the documented extra exclude
+    robot = [g for g in range(model.ngeom) if model.body(model.geom_bodyid[g]).name.startswith(("iiwa14", "left_"))]
+    body_of = {g: MERGED.get(model.body(model.geom_bodyid[g]).name, model.body(model.geom_bodyid[g]).name)
+               for g in robot}
+    rng = np.random.default_rng(0)
+    seen_arm_hand = 0
+    for _ in range(300):
+        data.qpos[:29] = rng.uniform(R.JOINT_LOWER, R.JOINT_UPPER)
+        data.qpos[29:32] = (5.0, 5.0, 5.0)  # the tool far away
+        mujoco.mj_forward(model, data)
+        overlapping = set()
+        for i, a in enumerate(robot):
+            for b in robot[i + 1:]:
+                pair = frozenset(body_of[g] for g in (a, b))
+                if len(pair) == 2 and pair not in filtered and mujoco.mj_geomDistance(model, data, a, b, 0.0, None) < 0:
+                    overlapping.add(pair)
+        assert _robot_pairs_in_contact(model, data) == overlapping
+        seen_arm_hand += sum(any(n.startswith("iiwa14") for n in p) and any(n.startswith("left") for n in p)
+                             for p in overlapping)
+    assert seen_arm_hand > 0  # arm-vs-hand pairs were among them
+
+
+def test_the_source_pool_of_1200_tools_is_available_and_is_the_authors():
+    """tool_pool="source": 1,200 tools, ToolCatalog(42, 100), the authors' own generator. Oracle
+    for the pool: its first hammer as a third party recorded it from the authors' generator (seed
+    42, 100 per type, before the shuffle: handle and head sizes and densities), and its tool 0, the
+    paper run's env-0 tool. Oracle for the envs: each env's compiled tool mass vs that tool alone."""
+    from mjvec.assets.tools import ToolCatalog, source_env0_tool
+    from mjvec.errors import ConfigError
+
+    catalog = ToolCatalog(42, 100)
+    assert len(catalog) == 1200 and catalog.counts_by_topology() == {"box_only": 100, "box_box": 500,
+                                                                     "capsule_box": 600}
+    hammer = next(t for t in catalog if t.handle_density == pytest.approx(412.36203565420874, abs=1e-9))
+    np.testing.assert_allclose(hammer.handle_dims, (0.24630474692314314, 0.021682799299900978, 0.017424430711419206))
+    np.testing.assert_allclose(hammer.head_dims, (0.0479264685607898, 0.08752674564408842, 0.03238110465145311))
+    assert hammer.head_density == pytest.approx(837.7150228240811)
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=3, tool_pool="source", num_tools=1200, env_id_offset=1197,
+                       randomization=None, backend="cpu", num_threads=1)
+    task = env.unwrapped
+    assert task.tool_ids.tolist() == [1197, 1198, 1199]
+    body = task.backend.model.body(S.OBJECT_BODY_NAME).id
+    for i, tool in enumerate(task.tool_ids):
+        alone = S.compile_scene(int(tool), catalog=catalog)
+        model = copy.deepcopy(task.backend.env_template(i))
+        task.backend.write_env_model(i, model)  # env i's own values (as its frames are drawn)
+        assert model.body_mass[body] == pytest.approx(alone.body_mass[body])
+        np.testing.assert_allclose(model.geom_size, alone.geom_size)
+        assert alone.body_mass[body] == pytest.approx(catalog[int(tool)].mass)
+    env.close()
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=2, tool_pool="source", randomization=None, backend="cpu")
+    assert env.unwrapped.catalog[0] == source_env0_tool() and env.unwrapped.object_mass[0] == source_env0_tool().mass
+    env.close()
+    with pytest.raises(ConfigError, match=r"num_tools must be an int in \[1, 600\].*tool_pool='source' has the "
+                                          r"authors' 1,200, got 1200"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=2, num_tools=1200)
+    with pytest.raises(ConfigError, match=r"tool_pool='all' is not supported; allowed values are"):
+        gym.make_vec(mjvec.ENV_ID, num_envs=2, tool_pool="all")
+
+
+def test_the_sources_link_damping_is_negligible_next_to_the_drives():
+    """Why the source's 0.01 link damping is left out (docs/simtoolreal.md): PhysX's link velocity
+    damping is the generalized force -0.01 M(q) qdot; its diagonal (MuJoCo's mass matrix of this
+    robot) is at most 0.16 % of an arm joint's kd and 0.015 % of a hand joint's at the default
+    posture, and under 0.5 % anywhere in the joint ranges."""
+    import mujoco
+
+    from mjvec.assets import robot as R
+
+    model = S.compile_scene(0)
+    data = mujoco.MjData(model)
+    full = np.zeros((model.nv, model.nv))
+
+    def ratios(q: np.ndarray) -> np.ndarray:
+        data.qpos[:29] = q
+        mujoco.mj_forward(model, data)
+        mujoco.mj_fullM(model, data, full)
+        return 0.01 * np.diag(full)[:29] / R.JOINT_KD
+
+    at_rest = ratios(R.DEFAULT_JOINT_POS)
+    assert at_rest[:7].max() == pytest.approx(1.6e-3, rel=0.05)
+    assert at_rest[7:].max() == pytest.approx(1.45e-4, rel=0.05)
+    rng = np.random.default_rng(0)
+    assert max(ratios(rng.uniform(R.JOINT_LOWER, R.JOINT_UPPER)).max() for _ in range(200)) < 5e-3

@@ -1,4 +1,5 @@
-"""SimToolReal-v0: move one of 600 procedural tools to random 6-D goal poses with an arm + hand.
+"""SimToolReal-v0: move one procedural tool (of 600, or of the source's 1,200) to random 6-D goal poses
+with an arm + hand.
 
 Faithful to the authors' Isaac Gym task (docs/simtoolreal.md states the rules and lists the
 deliberate deviations). Per control step
@@ -112,8 +113,10 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     Records: `indices` (`TaskIndices`), `views` (`SimViews`), `task_state` (`TaskState`).
     Attributes (fields of those records): `object_scales`, `object_mass`, `handle_dims`, `tool_ids`
     (per env, fixed), `object_body_id`, `joint_lower` / `joint_upper`, `default_joint_pos`,
-    `spawn_pos`; `targets` (PD targets), `lifted`, `near_goal_steps`, `successes`, `progress`,
-    `closest_fingertip_dist`, `closest_keypoint_dist`, `last_reward`, `curriculum`; and
+    `spawn_pos` (over the table at its compiled height; each env's spawn height, which follows a
+    randomized table, is ``task_state.spawn_z``); `targets` (PD targets), `lifted`,
+    `near_goal_steps`, `successes`, `progress`, `closest_fingertip_dist`, `closest_keypoint_dist`,
+    `last_reward`, `curriculum`; and
     `policy_layout` / `critic_layout` ((name, width) blocks of the observations), `goal_pos` /
     `goal_quat` (wxyz), `tolerance`; the wrapper hooks are listed in the module docstring.
 

@@ -18,7 +18,7 @@ import mujoco
 
 from mjvec.assets._tool_geoms import add_tool_geoms
 from mjvec.assets.robot import DEFAULT_JOINT_POS, ENV_BIT, add_robot
-from mjvec.assets.tools import TOOL_GEOMETRIES, Tool, ToolCatalog
+from mjvec.assets.tools import SOURCE_PER_DISTRIBUTION, TOOL_GEOMETRIES, Tool, ToolCatalog
 from mjvec.errors import ConfigError, allowed
 
 log = logging.getLogger(__name__)
@@ -119,10 +119,25 @@ def _base() -> mujoco.MjSpec:
     return spec
 
 
+# The tool pools SimToolReal-v0 can draw from (its ``tool_pool`` option): name -> tools per
+# distribution of the seed-42 catalog (12 distributions).
+TOOL_POOLS = {"mjvec": 50, "source": SOURCE_PER_DISTRIBUTION}
+
+
 @functools.lru_cache(maxsize=1)
 def default_catalog() -> ToolCatalog:
     """The 600-tool catalog (seed 42, 50 per distribution), built once per process."""
     return ToolCatalog()
+
+
+@functools.lru_cache(maxsize=len(TOOL_POOLS))
+def pool_catalog(pool: str) -> ToolCatalog:
+    """The catalog of a tool pool, built once per process: "mjvec" is `default_catalog()` (600
+    tools), "source" the authors' own 1,200-tool pool (seed 42, 100 per distribution, shuffled as
+    theirs: its tool 0 is `mjvec.assets.tools.source_env0_tool()`). Raises ConfigError for another name."""
+    if pool not in TOOL_POOLS:
+        raise ConfigError(f"tool_pool {pool!r} is not allowed; allowed values are {allowed(TOOL_POOLS)}")
+    return default_catalog() if pool == "mjvec" else ToolCatalog(42, TOOL_POOLS[pool])
 
 
 def scene_spec(tool_id: int, tool_geometry: str = "primitive", catalog: ToolCatalog | None = None) -> mujoco.MjSpec:
