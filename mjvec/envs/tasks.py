@@ -126,8 +126,9 @@ class Task:
 
         Before anything proportional to num_envs is allocated, the first variant in use is compiled
         (once: the backend reuses it) and the memory the backend and the task need is estimated and
-        checked (`mjvec.envs.memory`); once the wrappers are built, their per-env state is checked
-        against what is left, before they allocate it.
+        checked (`mjvec.envs.memory`); once the wrappers are built, and before they allocate their
+        per-env state, the whole estimate (backend, task and wrappers) is checked against the memory
+        that was available before the build.
         """
         if not is_int(num_envs) or num_envs < 1:
             raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -150,7 +151,8 @@ class Task:
         spec = make_variant(first)
         model = spec.compile()
         estimate = self.estimate_memory(num_envs, opts, model)
-        memory.check_fits(estimate)
+        available = memory.Available.now(estimate)  # before the build allocates (lazily, in part) what it needs
+        memory.check_fits(estimate, available.host, available.device)
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
                       env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
@@ -167,7 +169,8 @@ class Task:
                 wrapped = self.presets[opts.randomization](env)
             else:
                 wrapped = apply_randomization(env, opts.randomization)
-            memory.check_fits(memory.MemoryEstimate(num_envs, {"wrappers": wrapper_bytes_per_env(wrapped)}))
+            total = estimate.with_host_item("wrappers", wrapper_bytes_per_env(wrapped))
+            memory.check_fits(total, available.host, available.device)
             return wrapped
         except Exception:
             env.close()  # frees the backend too
