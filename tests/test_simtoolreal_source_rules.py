@@ -43,9 +43,15 @@ def test_the_first_goal_floor_follows_the_lift_rule_by_default():
     assert explicit.goal_floor_above_spawn == 0.1
 
 
-def test_a_randomized_table_height_moves_the_spawn_the_lift_reference_and_the_goal_floor():
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("warp", marks=pytest.mark.slow)])
+def test_a_randomized_table_height_moves_the_spawn_the_lift_reference_and_the_goal_floor(backend):
+    """On Warp the task runs in torch on the device: the same rule through its device path."""
     n = 48
-    env = gym.make_vec(mjvec.ENV_ID, num_envs=n, randomization=[table_height(0.03, 0.06)], **SMALL)
+    kwargs = {**SMALL, "backend": backend, **({"device": "cpu", "array_backend": "numpy"} if backend == "warp" else {})}
+    if backend == "warp":
+        pytest.importorskip("mujoco_warp")
+        del kwargs["num_threads"]
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=n, randomization=[table_height(0.03, 0.06)], **kwargs)
     task = env.unwrapped
     env.reset(seed=5)
     table_z = task.backend.field_values("geom_pos")[:, task.backend.model.geom(S.TABLE_GEOM_NAME).id, 2]
@@ -54,18 +60,23 @@ def test_a_randomized_table_height_moves_the_spawn_the_lift_reference_and_the_go
     rng = EnvRandom(task.global_env_ids, 5)
     noise = np.array(task.cfg.spawn_pos_noise)
     draw = rng.uniform(np.arange(n), "reset/object_pos", -noise, noise, (3,))
-    np.testing.assert_allclose(task.true_object_pose()[0], draw + np.stack([0 * spawn_z, 0 * spawn_z, spawn_z], 1),
-                               atol=1e-12)
-    goal_z = np.asarray(task.goal_pos)[:, 2]
+    atol = 1e-12 if backend == "cpu" else 1e-6  # Warp's state is float32
+    want_pos = draw + np.stack([0 * spawn_z, 0 * spawn_z, spawn_z], 1)
+    np.testing.assert_allclose(_host(task.true_object_pose()[0]), want_pos, atol=atol)
+    goal_z = _host(task.goal_pos)[:, 2]
     floor = spawn_z - 0.05 + 0.15
-    assert (goal_z >= floor - 1e-12).all() and np.isclose(goal_z, floor).sum() >= 8
+    assert (goal_z >= floor - atol).all() and np.isclose(goal_z, floor, atol=atol).sum() >= 8
     # The lift reward of a step, from the tool's height after it and the env's own spawn height.
     _, _, _, _, info = env.step(np.zeros((n, 29), np.float32))
-    z = task.true_object_pose()[0][:, 2]
+    z = _host(task.true_object_pose()[0])[:, 2]
     want = 20.0 * np.clip(z - spawn_z + 0.05, 0.0, 0.5)
-    np.testing.assert_allclose(info["reward_terms"]["lift"], want, atol=1e-9)
+    np.testing.assert_allclose(_host(info["reward_terms"]["lift"]), want, atol=1e-9 if backend == "cpu" else 1e-4)
     assert np.abs(want - 20.0 * np.clip(z - 0.63 + 0.05, 0.0, 0.5)).min() > 0.5  # from 0.63 it would differ
     env.close()
+
+
+def _host(value) -> np.ndarray:
+    return value.cpu().numpy() if hasattr(value, "cpu") else np.asarray(value)
 
 
 def test_an_autoreset_step_draws_no_push_for_the_envs_it_resets():
