@@ -98,10 +98,10 @@ class CallGuard:
         """Put `me` in the slot in place of `held`, a claim left behind by a thread that has ended
         (the slot held it after that); False if the slot no longer holds `held` (look again). The
         one caller that may replace `held` is the first whose ``setdefault(("taken", held), me)``
-        stores `me` (atomic); if that winner's thread
-        ended too before it replaced it, the right passes the same way to the first to take it from
-        the winner. A live winner is running (or about to run): refuse. The "taken" entries stay (one
-        per claim so left): removing one could let a late caller win it again."""
+        stores `me` (atomic); if that winner's thread ended too before it replaced it, the right
+        passes the same way to the first to take it from the winner. A live winner is running (or
+        about to run): refuse. The "taken" entries stay (one per claim so left): removing one could
+        let a late caller win it again."""
         target = held
         while True:
             winner = self._claims.setdefault(("taken", target), me)
@@ -160,8 +160,8 @@ def call_exclusive(env: Any, name: str, fn: Callable, /, *args: Any, **kwargs: A
         guard._pending = None
         return result
     except Exception:
-        if claims.get(_KEY) is me:  # a failed call, its own error says what happened (a refused one owns nothing)
-            guard._pending = None
+        if claims.get(_KEY) is me:  # a failed call: its own error says what happened
+            guard._pending = None  # (a refused call owns nothing and touches nothing)
         raise
     finally:
         # No call between the test and the delete: CPython handles a signal (Ctrl-C) only after a
