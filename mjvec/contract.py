@@ -230,6 +230,9 @@ class EnvHooks(Protocol):
         reset() and step() (and SAME_STEP's terminal observation), in the order added.
     add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) action batch of a
         step that will run (never on a refused step).
+    autoresetting(): (N,) bool: the envs the running step autoresets instead of stepping (NEXT_STEP:
+        those done after the previous step; their physics this step is discarded, so a wrapper that
+        draws for the step draws nothing for them).
     hook_registrations(): how many callbacks/slots are registered, by kind (all 0 once every
         wrapper is closed).
     """
@@ -248,6 +251,8 @@ class EnvHooks(Protocol):
     def add_observation_transform(self, fn: ObsTransform) -> Release: ...
 
     def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Release: ...
+
+    def autoresetting(self) -> Any: ...
 
     def hook_registrations(self) -> dict[str, int]: ...
 

@@ -112,9 +112,10 @@ The base does everything Gymnasium expects of a vector env:
   render_grid/close while another of them is running (from a second thread) raises
   `ConcurrentUseError` and changes nothing (a wrapper's close() included: it is refused before any
   hook is released); copies (``copy.copy``/``deepcopy``) are refused.
-- Interrupts (Ctrl-C): an interrupted call never leaves the env locked. A step() or reset()
-  interrupted part way leaves the envs' state unknown: step() and masked resets then raise
-  `ResetNeededError` until a full reset(); an interrupted close() is finished by calling close() again.
+- Interrupts (Ctrl-C): an interrupted call never leaves the env locked for its thread (Ctrl-C lands
+  in the main thread). A step() or reset() that a ``BaseException`` ended part way leaves the envs'
+  state unknown: step() and masked resets then raise `ResetNeededError` until a full reset(); an
+  interrupted close() is finished by calling close() again. A refused call is never taken for one.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ from mjvec.envs.transforms import TransformHooksMixin, Transforms
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
-from mjvec.xp import Rows
+from mjvec.xp import Rows, copy_array
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
 
@@ -326,8 +327,9 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED:
             self._refuse_done_envs()
-        actions = self.transforms.on_actions(actions)
         pending = self.episodes.needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
+        self.episodes.autoresetting = copy_array(pending)  # pending itself is cleared as those envs reset
+        actions = self.transforms.on_actions(actions)
 
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.

@@ -9,8 +9,10 @@ memory of warp's "cpu" device is host memory and is checked as such):
 - ``task``: the task's own per-env buffers, as its env class declares them (`MjVecEnv.memory_needs`),
   on the device where the task runs there;
 - ``wrappers``: the randomization wrappers' per-env state, as each wrapper reports it
-  (`HookWrapper.per_env_bytes`); checked once they are built, before their state is allocated (at
-  the first reset), against what is left then.
+  (`HookWrapper.per_env_bytes`); once they are built, before their state is allocated (at the first
+  reset), the whole estimate is checked again, wrappers included, against the memory that was
+  available before the build (`Available`: the backend allocates part of its share lazily, at the
+  first reset, so what is left after the build would over-state the room).
 
 A scene's variants may differ in size (a tool with more geoms): the estimate is taken over every
 `size_class` among the variants in use, item by item the largest (`largest`), so it bounds any mix.
@@ -81,6 +83,25 @@ class MemoryEstimate:
     @property
     def total_bytes(self) -> int:
         return self.num_envs * self.per_env_bytes
+
+    def with_host_item(self, name: str, per_env: int) -> MemoryEstimate:
+        """This estimate plus a host item `name` of `per_env` bytes per env."""
+        return MemoryEstimate(self.num_envs, {**self.per_env, name: int(per_env)}, self.device_per_env, self.device)
+
+
+@dataclass(frozen=True)
+class Available:
+    """Memory available to a configuration, measured once (before its build): host bytes and the
+    free bytes of its GPU (None where unknown or not checked)."""
+
+    host: int | None
+    device: int | None
+
+    @classmethod
+    def now(cls, estimate: MemoryEstimate) -> Available:
+        """`available_bytes()`, and the free memory of `estimate`'s GPU where it has device items."""
+        device = device_available_bytes(str(estimate.device)) if estimate.device_per_env_bytes else None
+        return cls(available_bytes(), device)
 
 
 def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env: int = 0,

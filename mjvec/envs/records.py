@@ -142,12 +142,14 @@ class Episodes:
 
     steps: (N,) int64, live: control steps of each env's current episode (zeroed at every reset,
         +1 for every env a step evaluates). needs_reset: (N,) bool, the envs a NEXT_STEP step will
-        autoreset, or that DISABLED mode refuses to step. max_steps: the time limit (None: none).
+        autoreset, or that DISABLED mode refuses to step. autoresetting: (N,) bool, the envs the
+        running (or last) step autoresets instead of stepping. max_steps: the time limit (None: none).
     stats: the running statistics of ``record_episode_statistics`` (None when off).
     """
 
     steps: Any
     needs_reset: Any
+    autoresetting: Any
     max_steps: int | None
     stats: EpisodeStats | None
 
@@ -155,7 +157,7 @@ class Episodes:
     def create(cls, arrays: ArraySpace, max_steps: int | None, record_statistics: bool) -> Episodes:
         stats = EpisodeStats.create(arrays.num_envs, arrays.like) if record_statistics else None
         return cls(arrays.zeros((), arrays.xp.int64), arrays.zeros((), arrays.xp.bool),
-                   None if max_steps is None else int(max_steps), stats)
+                   arrays.zeros((), arrays.xp.bool), None if max_steps is None else int(max_steps), stats)
 
     def restart(self, rows: Rows) -> None:
         """These envs have just been reset: their statistics restart and nothing is pending for them

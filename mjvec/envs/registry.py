@@ -125,10 +125,11 @@ class Task:
         randomization. Keyword options: the fields of the task's options class.
 
         Before anything proportional to num_envs is allocated, the memory the backend and the task
-        need is estimated and checked (`mjvec.envs.memory`): over the first variant in use, then over
-        the largest of the variants as the backend compiles them (each once), before it allocates;
-        once the wrappers are built, their per-env state is checked against what is left, before
-        they allocate it.
+        need is estimated and checked (`mjvec.envs.memory`) against the memory available before the
+        build: over the first variant in use, then over the largest of the variants as the backend
+        compiles them (each once), before it allocates; once the wrappers are built, and before they
+        allocate their per-env state, the whole estimate (backend, task and wrappers) is checked
+        against that same available memory.
         """
         if not is_int(num_envs) or num_envs < 1:
             raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -144,7 +145,11 @@ class Task:
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
-        check = memory.VariantMemoryCheck(lambda variant: self._estimate(num_envs, opts, [variant], request, host))
+        def estimate(variant: mujoco.MjModel) -> memory.MemoryEstimate:
+            return self._estimate(num_envs, opts, [variant], request, host)
+
+        available = memory.Available.now(estimate(model))  # before the build allocates (lazily, in part)
+        check = memory.VariantMemoryCheck(estimate, available=available.host, device_available=available.device)
         check(first, model)
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
                       env_id_offset=opts.env_id_offset, name=self.env_id, check_variant=check,
@@ -161,7 +166,8 @@ class Task:
                 wrapped = self.presets[opts.randomization](env)
             else:
                 wrapped = apply_randomization(env, opts.randomization)
-            memory.check_fits(memory.MemoryEstimate(num_envs, {"wrappers": wrapper_bytes_per_env(wrapped)}))
+            total = check.estimate.with_host_item("wrappers", wrapper_bytes_per_env(wrapped))
+            memory.check_fits(total, available.host, available.device)
             return wrapped
         except Exception:
             env.close()  # frees the backend too

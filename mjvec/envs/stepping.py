@@ -39,6 +39,12 @@ class StepMixin:
     _checked: set[str]
     _task_info: Any
 
+    def autoresetting(self) -> Any:
+        """(N,) bool in the state's namespace: the envs the running step autoresets instead of
+        stepping (NEXT_STEP: those that were done after the previous step; their physics this step
+        is discarded). All False in the other modes; outside a step, the last step's."""
+        return self.episodes.autoresetting
+
     def _refuse_done_envs(self) -> None:
         """DISABLED mode: a step with an env that is done raises before anything moves. (On a device
         this reads the done mask back to the host: DISABLED mode has a host round trip per step.)"""

@@ -151,7 +151,9 @@ class RandomPushes(HookWrapper, VectorWrapper):
     pushed with its probability and only where the task allows a push (``push_allowed()``, e.g. the
     object is lifted, as evaluated at the end of the previous step), for that control step:
     force N(0, 1)^3 x mass x force_scale, torque N(0, 1)^3 x mass x torque_scale. A step refused
-    before it runs (DISABLED mode with a done env) draws nothing.
+    before it runs (DISABLED mode with a done env) draws nothing, and neither does an env the step
+    autoresets instead of stepping (NEXT_STEP: ``autoresetting()``): it is not pushed and its streams
+    stay where they were.
 
     mass_scale: what "mass" is.
       "reference" (default, the paper's run): ONE mass for every env, the task's
@@ -162,7 +164,7 @@ class RandomPushes(HookWrapper, VectorWrapper):
         heavy tools are pushed proportionally harder).
 
     Streams: ``dr/push_force_prob`` and ``dr/push_torque_prob`` per reset (reset envs only);
-    ``dr/push_force_draw`` and ``dr/push_torque_draw`` every step for every env; ``dr/push_force``
+    ``dr/push_force_draw`` and ``dr/push_torque_draw`` every step for every env that steps; ``dr/push_force``
     and ``dr/push_torque`` normals only for the envs pushed. `force_pushed` / `torque_pushed` are
     the (N,) masks of the latest step's pushes and `pushed` their union.
     """
@@ -222,11 +224,18 @@ class RandomPushes(HookWrapper, VectorWrapper):
 
     def _push(self) -> None:
         base, xp = self._base, self._base.xp
+        # Envs this step autoresets instead of stepping draw nothing: their physics is discarded.
+        autoresetting = base.autoresetting()
+        host_all = isinstance(autoresetting, np.ndarray) and not autoresetting.any()
+        stepping = self._all if host_all else Rows.of_mask(~autoresetting)
         allowed_now = base.push_allowed()
         wrench = base.zeros((1, 6), xp.float64)
         masks = []
         for row, kind in enumerate(("force", "torque")):
-            pushed = (base.rng.uniform(self._all, f"dr/push_{kind}_draw") < self._prob[row]) & allowed_now
+            pushed = base.zeros((), xp.bool)
+            drawn = base.rng.uniform(stepping, f"dr/push_{kind}_draw") < stepping.take(self._prob[row])
+            stepping.put(pushed, drawn)
+            pushed = pushed & allowed_now
             rows = Rows.of_mask(pushed)
             if rows.any():
                 draw = base.rng.normal(rows, f"dr/push_{kind}", (3,)) * self._mass(rows) * self._scales[row]

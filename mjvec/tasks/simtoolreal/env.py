@@ -1,4 +1,5 @@
-"""SimToolReal-v0: move one of 600 procedural tools to random 6-D goal poses with an arm + hand.
+"""SimToolReal-v0: move one procedural tool (of 600, or of the source's 1,200) to random 6-D goal poses
+with an arm + hand.
 
 Faithful to the authors' Isaac Gym task (docs/simtoolreal.md states the rules and lists the
 deliberate deviations). Per control step
@@ -69,7 +70,7 @@ from mjvec.tasks.simtoolreal.curriculum import Reducer
 from mjvec.tasks.simtoolreal.deployment import DeploymentHooks
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
-from mjvec.tasks.simtoolreal.state import initial_state, new_state
+from mjvec.tasks.simtoolreal.state import initial_state, new_state, refresh_object_com, refresh_table
 from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, commit, evaluate, measure, object_pose
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.xp import Rows
@@ -114,8 +115,10 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     Records: `indices` (`TaskIndices`), `views` (`SimViews`), `task_state` (`TaskState`).
     Attributes (fields of those records): `object_scales`, `object_mass`, `handle_dims`, `tool_ids`
     (per env, fixed), `object_body_id`, `joint_lower` / `joint_upper`, `default_joint_pos`,
-    `spawn_pos`; `targets` (PD targets), `lifted`, `near_goal_steps`, `successes`, `progress`,
-    `closest_fingertip_dist`, `closest_keypoint_dist`, `last_reward`, `curriculum`; and
+    `spawn_pos` (over the table at its compiled height; each env's spawn height, which follows a
+    randomized table, is ``task_state.spawn_z``); `targets` (PD targets), `lifted`,
+    `near_goal_steps`, `successes`, `progress`, `closest_fingertip_dist`, `closest_keypoint_dist`,
+    `last_reward`, `curriculum`; and
     `policy_layout` / `critic_layout` ((name, width) blocks of the observations), `goal_pos` /
     `goal_quat` (wxyz), `tolerance`; the wrapper hooks are listed in the module docstring.
 
@@ -363,22 +366,27 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         rows.put(self.views.mocap_quat[:, idx.goal_mocap], quat)
 
     def _reset_envs(self, rows: Rows) -> None:
-        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, self.arrays.device)
+        state = self.task_state
+        # The spawn follows the table (its height randomized by a reset event that already ran), as
+        # the source's object_init_state does; so do the lift reference and the first goal's floor.
+        refresh_table(state, self.backend, self.indices, self.asarray)
+        rows.put(state.spawn_z, rows.take(state.table_z) + S.SPAWN_ABOVE_TABLE_CENTRE)
+        spawn_z = rows.take(state.spawn_z)
+        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, spawn_z, self.arrays.device)
         xp = self.xp
         ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self.arrays.device)
         ctrl[:, self._act_ids] = joint_pos
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
-        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, self.indices.spawn_z)
+        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
         # The source records every env's success count at each of its resets, so an episode cut short
         # (by reset(), a reset mask or a simulation error) counts too; one that ended in a step was
         # already recorded then, with the same count.
-        state = self.task_state
         state.curriculum.finish(rows, rows.take(xp.astype(state.successes, xp.float64)))
         state.start_episode(rows)
         if self._critic:
-            self._refresh_object_com()
+            refresh_object_com(state, self.backend, self.indices, self.asarray)
             self._measured = self._measured.with_rows(rows, self._measure(rows))
 
     def _measure(self, rows: Rows) -> Any:
@@ -386,14 +394,6 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         return measure(self.indices, rows.take(self.backend.qpos), rows.take(self.views.site_xpos),
                        rows.take(self.task_state.goal_kp_fixed))
 
-    def _refresh_object_com(self) -> None:
-        """Re-read the object-frame COM offsets after a write to body_ipos (a COM randomization term):
-        the backend counts its writes per field, so this reads nothing back while none happen."""
-        state, version = self.task_state, self.backend.field_version("body_ipos")
-        if version != state.com_version:
-            ipos = self.backend.field_values("body_ipos")[:, self.indices.object_body_id]
-            state.object_com[...] = self.asarray(ipos, self.indices.dtype)
-            state.com_version = version
 
 
 def _read_only(value: Any) -> Any:

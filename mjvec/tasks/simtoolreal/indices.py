@@ -38,8 +38,9 @@ class TaskIndices:
     free-joint addresses; `object_body_id`; `palm_site`, `palm_body` (the site's body), `palm_root`
     (its kinematic tree's root body); `tip_sites` (F,) fingertip site ids; `goal_mocap` the goal
     ghost's mocap index; `qpos0` (nq,) and `nv`; `spawn_pos` (3,) the object's spawn centre
-    (`spawn_z` its height as a host float); `dtype` the state's float dtype, which the task
-    computes in.
+    over the table at its compiled height (`spawn_z` that height as a host float; each env's own
+    spawn height, which follows its table, is `TaskState.spawn_z`); `table_geom` the table's geom
+    id; `dtype` the state's float dtype, which the task computes in.
 
     Tools: `tool_ids` (N,) host int64, read-only; `tool_id_array` the same where the state lives;
     `object_scales`, `handle_dims` (N, 3) and `object_mass` (N,) from the catalog (read-only on
@@ -65,6 +66,7 @@ class TaskIndices:
     nv: int
     spawn_pos: Array
     spawn_z: float
+    table_geom: int
     dtype: Any
     tool_ids: np.ndarray
     tool_id_array: Array
@@ -139,6 +141,7 @@ def build_indices(model: mujoco.MjModel, catalog: ToolCatalog, tool_ids: np.ndar
         nv=int(model.nv),
         spawn_pos=asarray(S.OBJECT_SPAWN_POS, dtype),
         spawn_z=float(S.OBJECT_SPAWN_POS[2]),
+        table_geom=int(model.geom(S.TABLE_GEOM_NAME).id),
         dtype=dtype,
         **_tool_arrays(catalog, tool_ids, asarray, dtype),
         fixed_offsets=tm.keypoint_offsets(asarray(cfg.fixed_keypoint_size, dtype), cfg.keypoint_scale)[None],

@@ -8,7 +8,8 @@ goal segment, as the source's), random pushes (independent force and torque, eac
 p ~ log-U(0.001, 0.1) per env and reset, force N(0,1)^3 x m x 20, torque N(0,1)^3 x m x 2, only when
 lifted, m the paper run's env-0 tool mass for every env). Physics-parameter DR is off in the
 source and so here. The source's +-1 cm table-height DR is not included (the spec lists it as a
-simplification); `mjvec.randomization.table_height()` adds it.
+simplification); `mjvec.randomization.table_height()` adds it (the task's spawn, lift reference and
+first-goal floor then follow each env's table, as the source's).
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def evaluate(cfg: SimToolRealConfig, indices: TaskIndices, state: TaskState, mea
     compute_reward order); `active` (N,) bool: the envs evaluated (only they may succeed)."""
     xp = namespace_of(qvel)
     obj_z = measured.obj_pos[:, 2]
-    lift, just_lifted, lifted = tm.lift_terms(obj_z, indices.spawn_z, state.lifted, offset=cfg.lift_offset,
+    lift, just_lifted, lifted = tm.lift_terms(obj_z, state.spawn_z, state.lifted, offset=cfg.lift_offset,
                                               clip=cfg.lift_clip, threshold=cfg.lift_threshold)
     approach, closest_tip = tm.approach_term(state.closest_fingertip_dist, measured.fingertip_dist, lifted,
                                              clip=cfg.approach_clip)
