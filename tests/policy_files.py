@@ -138,7 +138,8 @@ def mlp_policy(env_id: str, seed: int = 0, **options):
     `Policy` recording `env_id` and `options`), for export and deployment tests."""
     from torch import nn
 
-    from mjvec.integrations.policies import Actor, Normalizer, Policy
+    from mjvec.integrations.actors import Actor, Normalizer
+    from mjvec.integrations.policies import Policy
 
     env = gym.make_vec(env_id, num_envs=1, **options)
     obs_space, act_space = env.single_observation_space, env.single_action_space

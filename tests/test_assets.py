@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from mjvec.assets import _hand as hand
-from mjvec.assets import _tool_geoms as tool_geoms
-from mjvec.assets import robot, tools
+from mjvec.assets import robot
 from mjvec.assets._frames import Frame
 from mjvec.errors import ConfigError
 from mjvec.tasks.simtoolreal import scene
+from mjvec.tasks.simtoolreal.catalog import geometry as tool_geoms
+from mjvec.tasks.simtoolreal.catalog import tools
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = scene.default_catalog()

@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 
 import mjvec
-from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.registry import BACKENDS
 from mjvec.cli import commands as cli
 from mjvec.cli import rollout as cli_rollout
 from mjvec.errors import ConfigError, InstallError
 from mjvec.integrations.video import write_gif, write_png
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog
 from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 ROOT = Path(mjvec.__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 - The first goal's floor is, by default, the source's ``_clip_goal_z``: spawn z - lift offset +
   lift threshold (liftingBonusThreshold), so it follows `lift_threshold` and `lift_offset`.
-- With the table's height randomized (`mjvec.randomization.table_height`), the tool spawns over the
+- With the table's height randomized (`mjvec.tasks.simtoolreal.presets.table_height`), the tool spawns over the
   table where it is, and the lift reward, `lifted` and the first goal's floor are measured from
   that spawn height, as the source's object_init_state z is set from each reset's table height.
 - A NEXT_STEP autoreset step draws no random push for the envs it resets: they are not pushed and
@@ -21,10 +21,11 @@ import numpy as np
 import pytest
 
 import mjvec
-from mjvec.randomization import RandomPushes, table_height
+from mjvec.randomization import RandomPushes
 from mjvec.rng import EnvRandom
 from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
+from mjvec.tasks.simtoolreal.presets import table_height
 from mjvec.xp import Rows
 
 SMALL = {"num_tools": 3, "backend": "cpu", "num_threads": 1}
@@ -212,8 +213,8 @@ def test_the_source_pool_of_1200_tools_is_available_and_is_the_authors():
     for the pool: its first hammer as a third party recorded it from the authors' generator (seed
     42, 100 per type, before the shuffle: handle and head sizes and densities), and its tool 0, the
     paper run's env-0 tool. Oracle for the envs: each env's compiled tool mass vs that tool alone."""
-    from mjvec.assets.tools import ToolCatalog, source_env0_tool
     from mjvec.errors import ConfigError
+    from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog, source_env0_tool
 
     catalog = ToolCatalog(42, 100)
     assert len(catalog) == 1200 and catalog.counts_by_topology() == {"box_only": 100, "box_box": 500,

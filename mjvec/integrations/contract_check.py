@@ -111,15 +111,35 @@ def interface(contract: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def contract_of(policy: Any) -> dict[str, Any] | None:
+    """`policy`'s contract: its own (``policy.contract``), else, for a training checkpoint that records
+    the env it was trained on (ppo, rsl_rl: ``metadata["env_id"]`` and ``"env_options"``), that env's
+    contract with the policy's normalization, built now with one env and kept on the policy; else
+    None (an SB3 zip; a file exported before contracts existed, whose recorded env is not trusted
+    to be what today's code builds)."""
+    if policy.contract is None and policy.kind in ("ppo", "rsl_rl") and policy.metadata.get("env_id"):
+        import gymnasium as gym
+
+        from mjvec.integrations.policy_contract import policy_contract
+
+        env = gym.make_vec(policy.metadata["env_id"], num_envs=1, **policy.metadata.get("env_options", {}))
+        try:
+            policy.contract = policy_contract(policy, env)
+        finally:
+            env.close()
+        policy.metadata["contract_from"] = "the env the checkpoint records, built at load time"
+    return policy.contract
+
+
+
 def check_policy_env(policy: Any, env: Any, *, allow_mismatch: bool = False) -> list[Difference]:
-    """Compare `policy`'s contract (`mjvec.integrations.policies.contract_of`) with `env`'s for it.
+    """Compare `policy`'s contract (`contract_of`) with `env`'s for it.
 
     Returns the interface differences (empty when they match). Raises `ContractMismatchError`,
     one line naming the first difference (and the options that differ), unless `allow_mismatch`
     (then it logs that line at WARNING and returns). A policy without a contract warns
     (`ContractWarning`) and is not checked (returns []).
     """
-    from mjvec.integrations.policies import contract_of
     from mjvec.integrations.policy_contract import env_contract
 
     theirs = contract_of(policy)

@@ -29,7 +29,8 @@ import torch
 
 from mjvec.envs.registry import MAKE_VEC_ARGUMENTS
 from mjvec.errors import ConfigError, InstallError, install_hint
-from mjvec.integrations.policies import CONTRACT_KEY, METADATA_KEY, Policy, contract_of
+from mjvec.integrations.contract_check import contract_of
+from mjvec.integrations.policies import CONTRACT_KEY, METADATA_KEY, Policy
 from mjvec.integrations.policy_contract import RUNTIME_OPTIONS, contract_text, policy_contract, write_contract
 
 __all__ = ["export_policy"]

@@ -21,7 +21,7 @@ Sources (``kind="auto"`` tells them apart by content, not by name):
 
 Contracts (``policy.contract``): an exported file's own; else ``<file stem>.contract.json`` or
 ``contract.json`` beside the file; else, for a training checkpoint that records its env id and
-options (ppo, rsl_rl), the contract of that env built now (`contract_of`); else none (an SB3 zip,
+options (ppo, rsl_rl), the contract of that env built now (`contract_check.contract_of`); else none (an SB3 zip,
 a file exported before contracts existed: it loads with a `ContractWarning`).
 ``load_policy(path, env=env)`` compares the policy's contract with `env`'s and refuses a mismatch
 (`mjvec.integrations.contract_check`).
@@ -49,6 +49,7 @@ from torch import nn
 
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, InstallError, allowed, install_hint
+from mjvec.integrations.actors import Actor, Normalizer
 
 __all__ = ["KINDS", "Actor", "Policy", "find_vecnormalize", "load_policy"]
 
@@ -57,37 +58,10 @@ METADATA_KEY = "mjvec.json"  # ONNX metadata_props key and TorchScript extra fil
 CONTRACT_KEY = "mjvec.contract.json"  # the same, for the policy contract
 
 
-class Normalizer(nn.Module):
-    """``clamp((x - mean) / sqrt(var + eps), -clip, clip)`` in the statistics' dtype, back to float32."""
-
-    def __init__(self, mean: torch.Tensor, var: torch.Tensor, eps: float, clip: float) -> None:
-        super().__init__()
-        self.register_buffer("mean", mean.detach().clone())
-        self.register_buffer("var", var.detach().clone())
-        self.eps, self.clip = float(eps), float(clip)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        x = (obs.to(self.mean.dtype) - self.mean) / torch.sqrt(self.var + self.eps)
-        return torch.clamp(x, -self.clip, self.clip).to(torch.float32)
-
-
-class Actor(nn.Module):
-    """``clamp(body(normalizer(obs)), low, high)``: (N, obs_dim) float32 -> (N, action_dim) float32."""
-
-    def __init__(self, normalizer: nn.Module, body: nn.Module, low: np.ndarray, high: np.ndarray) -> None:
-        super().__init__()
-        self.normalizer, self.body = normalizer, body
-        self.register_buffer("low", torch.as_tensor(np.asarray(low, np.float32)))
-        self.register_buffer("high", torch.as_tensor(np.asarray(high, np.float32)))
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(self.body(self.normalizer(obs)), self.low, self.high)
-
-
 @dataclass
 class Policy:
     """A deterministic policy (see the module docstring). ``metadata``: what exports carry;
-    ``contract``: its policy contract (None: none found, see `contract_of`)."""
+    ``contract``: its policy contract (None: none found, see `contract_check.contract_of`)."""
 
     kind: str
     obs_keys: tuple[str, ...] | None
@@ -189,26 +163,6 @@ def load_policy(path: str | Path, kind: str = "auto", *, env: Any = None, allow_
 
         check_policy_env(policy, env, allow_mismatch=allow_mismatch)
     return policy
-
-
-def contract_of(policy: Policy) -> dict[str, Any] | None:
-    """`policy`'s contract: its own (``policy.contract``), else, for a training checkpoint that records
-    the env it was trained on (ppo, rsl_rl: ``metadata["env_id"]`` and ``"env_options"``), that env's
-    contract with the policy's normalization, built now with one env and kept on the policy; else
-    None (an SB3 zip; a file exported before contracts existed, whose recorded env is not trusted
-    to be what today's code builds)."""
-    if policy.contract is None and policy.kind in ("ppo", "rsl_rl") and policy.metadata.get("env_id"):
-        import gymnasium as gym
-
-        from mjvec.integrations.policy_contract import policy_contract
-
-        env = gym.make_vec(policy.metadata["env_id"], num_envs=1, **policy.metadata.get("env_options", {}))
-        try:
-            policy.contract = policy_contract(policy, env)
-        finally:
-            env.close()
-        policy.metadata["contract_from"] = "the env the checkpoint records, built at load time"
-    return policy.contract
 
 
 # ---- examples/ppo.py ----------------------------------------------------------------------------

@@ -248,7 +248,7 @@ def env_contract(env: Any, obs_keys: Sequence[str] | None = None) -> dict[str, A
 
 def _normalization(actor: Any) -> dict[str, Any] | None:
     """(mean, denominator, clip, formula) of the normalizer inside a torch actor, or None."""
-    from mjvec.integrations.policies import Normalizer
+    from mjvec.integrations.actors import Normalizer  # torch: only where a torch actor exists
 
     norm = getattr(actor, "normalizer", None)
     if isinstance(norm, Normalizer):

@@ -9,20 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.assets import robot as R
+from mjvec.assets import robot
 from mjvec.envs.arrays import to_numpy
 from mjvec.envs.deployment import ActionDim, Command, DeploymentSpec, ObsBlock, ObsSource, Perceived
-from mjvec.tasks.simtoolreal import scene as S
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import scene as tool_scene
+from mjvec.tasks.simtoolreal import terms as tool_terms
 
-OBJECT = (S.OBJECT_JOINT_NAME,)
+OBJECT = (tool_scene.OBJECT_JOINT_NAME,)
 POSE, SCALES = "object_pose", "object_scales"
 
 
 def _keypoints(cfg: Any, **pose: Any) -> ObsSource:
     """The observation keypoints: the grasp box (the commanded scales x object_base_size, times
     keypoint_scale) at a pose (the object's free joint, or the goal command)."""
-    params = {"signs": tm.KEYPOINT_SIGNS.tolist(), "size_command": SCALES, "size_scale": cfg.object_base_size,
+    params = {"signs": tool_terms.KEYPOINT_SIGNS.tolist(), "size_command": SCALES, "size_scale": cfg.object_base_size,
               "extent_scale": cfg.keypoint_scale}
     return ObsSource("box_keypoints", params=params, **pose)
 
@@ -30,13 +30,13 @@ def _keypoints(cfg: Any, **pose: Any) -> ObsSource:
 def deployment_spec(env: Any) -> DeploymentSpec:
     """The spec of a `SimToolRealEnv` (its config, joint ranges and model names)."""
     cfg, model = env.cfg, env.backend.model
-    palm_body = model.body(int(model.site_bodyid[model.site(R.PALM_SITE_NAME).id])).name
-    palm = ObsSource("site_pos", (R.PALM_SITE_NAME,))
-    nj, nt, nk = tm.NUM_JOINTS, tm.NUM_FINGERTIPS, tm.NUM_KEYPOINTS
+    palm_body = model.body(int(model.site_bodyid[model.site(robot.PALM_SITE_NAME).id])).name
+    palm = ObsSource("site_pos", (robot.PALM_SITE_NAME,))
+    nj, nt, nk = tool_terms.NUM_JOINTS, tool_terms.NUM_FINGERTIPS, tool_terms.NUM_KEYPOINTS
     blocks = (
-        ObsBlock("joint_pos", nj, ObsSource("joint_pos", R.JOINT_NAMES), units="1 (joint range onto [-1, 1])",
+        ObsBlock("joint_pos", nj, ObsSource("joint_pos", robot.JOINT_NAMES), units="1 (joint range onto [-1, 1])",
                  normalize="joint_range", clip=(-1.0, 1.0)),
-        ObsBlock("joint_vel", nj, ObsSource("joint_vel", R.JOINT_NAMES), units="rad/s"),
+        ObsBlock("joint_vel", nj, ObsSource("joint_vel", robot.JOINT_NAMES), units="rad/s"),
         ObsBlock("prev_action_targets", nj, ObsSource("targets"), units="rad",
                  description="the PD targets the last action set (the action pipeline's state)"),
         ObsBlock("palm_pos", 3, palm, frame="world", units="m"),
@@ -44,7 +44,7 @@ def deployment_spec(env: Any) -> DeploymentSpec:
                  quat_order="xyzw"),
         ObsBlock("object_rot", 4, ObsSource("free_joint_quat", OBJECT), frame="world", units="quaternion xyzw",
                  canonical=True, quat_order="xyzw", perceives=(POSE,)),
-        ObsBlock("fingertip_pos_rel_palm", 3 * nt, ObsSource("site_pos", R.FINGERTIP_SITE_NAMES, minus=palm),
+        ObsBlock("fingertip_pos_rel_palm", 3 * nt, ObsSource("site_pos", robot.FINGERTIP_SITE_NAMES, minus=palm),
                  frame="world", units="m"),
         ObsBlock("keypoints_rel_palm", 3 * nk, replace(_keypoints(cfg, elements=OBJECT), minus=palm),
                  frame="world", units="m", perceives=(POSE, SCALES)),
@@ -57,9 +57,9 @@ def deployment_spec(env: Any) -> DeploymentSpec:
     lower, upper = env.joint_lower, env.joint_upper
     arm_step = cfg.dof_speed_scale * env.control_dt
     action = []
-    for j, (act, joint) in enumerate(zip(R.ACTUATOR_NAMES, R.JOINT_NAMES, strict=True)):
+    for j, (act, joint) in enumerate(zip(robot.ACTUATOR_NAMES, robot.JOINT_NAMES, strict=True)):
         lo, hi = float(lower[j]), float(upper[j])
-        if j < tm.NUM_ARM_JOINTS:
+        if j < tool_terms.NUM_ARM_JOINTS:
             dim = ActionDim(act, joint, "delta", "affine", scale=arm_step, offset=None, clip_target=(lo, hi),
                             smoothing=cfg.arm_moving_average, limit=(lo, hi))
         else:
@@ -73,8 +73,8 @@ def deployment_spec(env: Any) -> DeploymentSpec:
         Command(SCALES, 3, "1 (handle dims / object_base_size)",
                 description="the grasp box of the tool's handle (the env: its catalog entry)"),
     )
-    perceived = (Perceived(POSE, free_joint=S.OBJECT_JOINT_NAME, description="the tool's pose (on a robot: the "
-                                                                             "pose estimator's)"),
+    perceived = (Perceived(POSE, free_joint=tool_scene.OBJECT_JOINT_NAME,
+                           description="the tool's pose (on a robot: the pose estimator's)"),
                  Perceived(SCALES, command=SCALES, description="the tool's grasp box (on a robot: measured)"))
     policy = {"policy": blocks} if env.obs_mode == "asymmetric" else {None: blocks}
     return DeploymentSpec(policy, cfg.obs_clip, "float32", tuple(action), initial_targets="joint_pos",

@@ -59,12 +59,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from mjvec.assets.tools import ToolCatalog, source_env0_tool
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
-from mjvec.tasks.simtoolreal import scene as S
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import scene as tool_scene
+from mjvec.tasks.simtoolreal import terms as tool_terms
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog, source_env0_tool
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import Reducer
 from mjvec.tasks.simtoolreal.deployment import DeploymentHooks
@@ -128,7 +128,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     lifted, tool_id.
     """
 
-    render_camera = S.CAMERA_NAME
+    render_camera = tool_scene.CAMERA_NAME
     policy_layout = POLICY_LAYOUT
     critic_layout = CRITIC_LAYOUT
     object_scales, object_mass, handle_dims, tool_ids, object_body_id = _fields("indices", 5)
@@ -155,7 +155,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         self.obs_mode = obs_mode
         self.catalog = catalog
         self.tool_geometry = tool_geometry
-        action_space = gym.spaces.Box(-1.0, 1.0, (tm.NUM_JOINTS,), np.float32)
+        action_space = gym.spaces.Box(-1.0, 1.0, (tool_terms.NUM_JOINTS,), np.float32)
         super().__init__(
             backend,
             single_observation_space=observation_space(obs_mode, cfg.obs_clip),
@@ -290,7 +290,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     def _apply_action(self, actions: Any) -> None:
         cfg, state = self.cfg, self.task_state
         # A fresh array each step (see TaskState): copying it into the old one would cost a pass.
-        state.targets = tm.compute_joint_targets(
+        state.targets = tool_terms.compute_joint_targets(
             actions, state.targets, self.indices.joint_lower, self.indices.joint_upper,
             arm_step=cfg.dof_speed_scale * self.control_dt,
             arm_moving_average=cfg.arm_moving_average, hand_moving_average=cfg.hand_moving_average,
@@ -345,7 +345,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     def _next_goal(self, rows: Rows) -> None:
         """Replace the goals of these envs by delta goals; re-arm their progress tracking."""
         state = self.task_state
-        pos, quat = tm.sample_delta_goal(self.rng, rows, rows.take(state.goal_pos), rows.take(state.goal_quat),
+        pos, quat = tool_terms.sample_delta_goal(self.rng, rows, rows.take(state.goal_pos), rows.take(state.goal_quat),
                                          self.cfg)
         self._set_goal(rows, pos, quat)
         if self._critic:
@@ -370,7 +370,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         # The spawn follows the table (its height randomized by a reset event that already ran), as
         # the source's object_init_state does; so do the lift reference and the first goal's floor.
         refresh_table(state, self.backend, self.indices, self.asarray)
-        rows.put(state.spawn_z, rows.take(state.table_z) + S.SPAWN_ABOVE_TABLE_CENTRE)
+        rows.put(state.spawn_z, rows.take(state.table_z) + tool_scene.SPAWN_ABOVE_TABLE_CENTRE)
         spawn_z = rows.take(state.spawn_z)
         qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, spawn_z, self.arrays.device)
         xp = self.xp
@@ -378,7 +378,7 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         ctrl[:, self._act_ids] = joint_pos
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
-        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, spawn_z)
+        goal_pos, goal_quat = tool_terms.sample_first_goal(self.rng, rows, self.cfg, spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
         # The source records every env's success count at each of its resets, so an episode cut short
         # (by reset(), a reset mask or a simulation error) counts too; one that ended in a step was

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.envs.registry import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm
+from mjvec.tasks.simtoolreal.catalog.tools import TOOL_GEOMETRIES
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.env import SimToolRealEnv
 from mjvec.tasks.simtoolreal.presets import paper

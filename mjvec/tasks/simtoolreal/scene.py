@@ -16,10 +16,10 @@ import logging
 
 import mujoco
 
-from mjvec.assets._tool_geoms import add_tool_geoms
 from mjvec.assets.robot import DEFAULT_JOINT_POS, ENV_BIT, add_robot
-from mjvec.assets.tools import SOURCE_PER_DISTRIBUTION, TOOL_GEOMETRIES, Tool, ToolCatalog
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal.catalog.geometry import add_tool_geoms
+from mjvec.tasks.simtoolreal.catalog.tools import SOURCE_PER_DISTRIBUTION, TOOL_GEOMETRIES, Tool, ToolCatalog
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def default_catalog() -> ToolCatalog:
 def pool_catalog(pool: str) -> ToolCatalog:
     """The catalog of a tool pool, built once per process: "mjvec" is `default_catalog()` (600
     tools), "source" the authors' own 1,200-tool pool (seed 42, 100 per distribution, shuffled as
-    theirs: its tool 0 is `mjvec.assets.tools.source_env0_tool()`). Raises ConfigError for another name."""
+    theirs: its tool 0 is `catalog.tools.source_env0_tool()`). Raises ConfigError for another name."""
     if pool not in TOOL_POOLS:
         raise ConfigError(f"tool_pool {pool!r} is not allowed; allowed values are {allowed(TOOL_POOLS)}")
     return default_catalog() if pool == "mjvec" else ToolCatalog(42, TOOL_POOLS[pool])

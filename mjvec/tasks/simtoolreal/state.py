@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mjvec.tasks.simtoolreal import scene as S
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import scene as tool_scene
+from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import ToleranceCurriculum
 from mjvec.tasks.simtoolreal.indices import Array, AsArray, TaskIndices
@@ -74,9 +74,9 @@ class TaskState:
         their rotation and fixed-size keypoints; the progress state is not touched."""
         rows.put(self.goal_pos, pos)
         rows.put(self.goal_quat, quat)
-        rot = tm.quat_to_mat(quat)
+        rot = tool_terms.quat_to_mat(quat)
         rows.put(self.goal_rot, rot)
-        rows.put(self.goal_kp_fixed, tm.keypoints_from_rot(pos, rot, fixed_offsets))
+        rows.put(self.goal_kp_fixed, tool_terms.keypoints_from_rot(pos, rot, fixed_offsets))
 
     def rearm_goal(self, rows: Rows) -> None:
         """A new goal for `rows`: its best keypoint distance unset, its near-goal counter at 0."""
@@ -107,13 +107,13 @@ def new_state(num_envs: int, cfg: SimToolRealConfig, indices: TaskIndices, zeros
     goal_pos = zeros((3,), f)
     goal_rot = zeros((3, 3), f) + asarray(np.eye(3), f)
     return TaskState(
-        targets=zeros((tm.NUM_JOINTS,), f),
+        targets=zeros((tool_terms.NUM_JOINTS,), f),
         goal_pos=goal_pos,
         goal_quat=zeros((4,), f) + asarray([1.0, 0.0, 0.0, 0.0], f),
         goal_rot=goal_rot,
-        goal_kp_fixed=tm.keypoints_from_rot(goal_pos, goal_rot, indices.fixed_offsets),
+        goal_kp_fixed=tool_terms.keypoints_from_rot(goal_pos, goal_rot, indices.fixed_offsets),
         lifted=zeros((), xp.bool),
-        closest_fingertip_dist=zeros((tm.NUM_FINGERTIPS,), f) - 1.0,
+        closest_fingertip_dist=zeros((tool_terms.NUM_FINGERTIPS,), f) - 1.0,
         closest_keypoint_dist=zeros((), f) - 1.0,
         near_goal_steps=zeros((), xp.int64),
         successes=zeros((), xp.int64),
@@ -122,13 +122,13 @@ def new_state(num_envs: int, cfg: SimToolRealConfig, indices: TaskIndices, zeros
         curriculum=ToleranceCurriculum(num_envs, cfg.tolerance_start, cfg.tolerance_decay, cfg.tolerance_min,
                                        cfg.curriculum_interval, cfg.curriculum_min_successes, like=like),
         object_com=zeros((3,), f) if critic else None,
-        table_z=zeros((), f) + S.TABLE_POS[2],
+        table_z=zeros((), f) + tool_scene.TABLE_POS[2],
         spawn_z=zeros((), f) + indices.spawn_z,
     )
 
 
 def refresh_table(state: TaskState, backend: Any, indices: TaskIndices, asarray: AsArray) -> None:
-    """Re-read each env's table height after a write to geom_pos (`mjvec.randomization.table_height`):
+    """Re-read each env's table height after a write to geom_pos (`mjvec.tasks.simtoolreal.presets.table_height`):
     the backend counts its writes per field, so this reads nothing back while none happen."""
     version = backend.field_version("geom_pos")
     if version != state.table_version:
@@ -157,10 +157,11 @@ def initial_state(rng: EnvRandom, rows: Rows, cfg: SimToolRealConfig, indices: T
     obj_pos = centre + xp.astype(rng.uniform(rows, "reset/object_pos", -noise, noise, (3,)), f)
     obj_quat = xp.astype(rng.quaternion(rows, "reset/object_quat"), f)
     default, lower, upper = indices.default_joint_pos, indices.joint_lower, indices.joint_upper
-    delta = xp.astype(rng.uniform(rows, "reset/joint_pos", lower - default, upper - default, (tm.NUM_JOINTS,)), f)
+    delta = xp.astype(rng.uniform(rows, "reset/joint_pos", lower - default, upper - default,
+                                  (tool_terms.NUM_JOINTS,)), f)
     joint_pos = xp.clip(default + cfg.joint_pos_noise * delta, lower, upper)
     joint_vel = xp.astype(
-        rng.uniform(rows, "reset/joint_vel", -cfg.joint_vel_noise, cfg.joint_vel_noise, (tm.NUM_JOINTS,)), f
+        rng.uniform(rows, "reset/joint_vel", -cfg.joint_vel_noise, cfg.joint_vel_noise, (tool_terms.NUM_JOINTS,)), f
     )
     a = indices.obj_qpos
     qpos = xp.zeros((rows.size, indices.qpos0.shape[0]), dtype=f, device=device) + indices.qpos0
