@@ -3,6 +3,8 @@
 - `robot`: the iiwa14 + 22-DoF hand (`add_robot`) and its name/limit/gain constants.
 - `tools`: the seeded 600-tool catalog (`ToolCatalog`, `Tool`, `DISTRIBUTIONS`).
 - `cubes`: CubeRotate-v0's seeded cube catalog (`CubeCatalog`, `Cube`).
+- `mjcf`: MJCF files with their asset folders (`load_spec`, `resolve_xml`, `package_dir`), for the
+  tasks built from a robot's XML (Gymnasium's suite, MuJoCo Playground's tasks).
 
 The scenes that hold them are each task's own (`mjvec.tasks.simtoolreal.scene`,
 `mjvec.tasks.cube_rotate.scene`); the scene names this package used to export still resolve, with a
