@@ -25,6 +25,7 @@ LIMIT, HORIZON, ITERATIONS, SEED = 10, 8, 2, 3
 TASKS = {
     "SimToolReal-v0": {"num_tools": 3, "randomization": None, "obs_mode": "asymmetric"},
     "CubeRotate-v0": {"num_cubes": 2, "randomization": None},
+    "playground/Go1JoystickFlatTerrain-v0": {"randomization": None, "obs_mode": "asymmetric"},
 }
 
 
@@ -52,7 +53,7 @@ def test_rsl_rl_storage_equals_a_numpy_twin_replaying_its_actions(env_id, backen
         pytest.importorskip("mujoco_warp")
     torch.manual_seed(0)
     # The device path on Warp: torch output. CubeRotate-v0 runs its task on host views there.
-    array_backend = "torch" if backend == "warp" and env_id == "SimToolReal-v0" else "numpy"
+    array_backend = "torch" if backend == "warp" and env_id != "CubeRotate-v0" else "numpy"
     venv = RslRlVecEnv(make(env_id, backend, array_backend), seed=SEED)
     sent, written = [], []
     step = venv.step
