@@ -95,6 +95,11 @@ print(json.dumps({{"growth": rss() - before, "estimate": estimate.total_bytes + 
     ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024)),
     pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
                  marks=pytest.mark.slow),
+    pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
+                                                          "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
+                                                          "backend": "warp", "device": "cpu"}, (64, 1024),
+                 marks=pytest.mark.slow),
 ])
 def test_estimate_bounds_the_measured_growth(env_id, kwargs, sizes):
     """Per env: the growth between two sizes (fixed costs such as compiled tools and captured graphs
