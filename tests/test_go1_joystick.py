@@ -261,3 +261,43 @@ def test_reset_observations_agree_on_both_backends(warp_device: str) -> None:
         np.testing.assert_allclose(oc[key], ow[key], rtol=1e-5, atol=1e-5, err_msg=key)
     cpu.close()
     warp.close()
+
+
+def _cpu_backend(spec_of, n: int = 2):
+    return make_backend("cpu", Scene(1, spec_of, n), progress=False, num_threads=1)
+
+
+def test_the_env_refuses_a_scene_it_was_not_built_for() -> None:
+    from mjvec.tasks.go1_joystick import Go1JoystickEnv
+    from tests.toy_env import pendulum_spec
+
+    with pytest.raises(ConfigError, match=r"needs a free base joint and 12 hinges actuated in joint order .* this "
+                                          r"model has njnt=1, nq=1, nu=1"):
+        Go1JoystickEnv(_cpu_backend(pendulum_spec))
+    with pytest.raises(ConfigError, match=r"the scene's timestep is 0.004 s but the config's sim_dt is 0.005 s"):
+        Go1JoystickEnv(_cpu_backend(lambda v: scene_spec(Go1JoystickConfig())),
+                       config=Go1JoystickConfig(sim_dt=0.005))
+
+    def without_gyro(v: int):
+        spec = scene_spec(Go1JoystickConfig())
+        spec.delete(spec.sensor("gyro"))
+        return spec
+
+    with pytest.raises(ConfigError, match=r"the scene has no sensor 'gyro'; is it Playground's Go1 scene\?"):
+        Go1JoystickEnv(_cpu_backend(without_gyro))
+    backend = _cpu_backend(lambda v: scene_spec(Go1JoystickConfig()))
+    with pytest.raises(ConfigError, match=r"config must be a Go1JoystickConfig, got dict"):
+        Go1JoystickEnv(backend, config={})
+    with pytest.raises(ConfigError, match=r"obs_mode='critic' is not supported; allowed values are"):
+        Go1JoystickEnv(backend, obs_mode="critic")
+    backend.close()
+
+
+def test_the_locomotion_records_refuse_a_config_of_another_kind() -> None:
+    from mjvec.tasks.locomotion import CommandState, PushState
+
+    zeros = lambda tail, dtype: np.zeros((2, *tail), dtype)  # noqa: E731
+    with pytest.raises(ConfigError, match=r"commands must be a CommandConfig, got PushConfig"):
+        CommandState.create(PushConfig(), 0.02, zeros, np.float64, np.int64)
+    with pytest.raises(ConfigError, match=r"pushes must be a PushConfig, got CommandConfig"):
+        PushState.create(CommandConfig(), 0.02, zeros, np.float64, np.int64)

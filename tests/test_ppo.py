@@ -195,6 +195,7 @@ def test_a_config_file_with_an_unknown_option_is_refused(tmp_path):
         ppo.parse_args(["--config", str(bad)])
 
 
+@pytest.mark.slow
 def test_the_go1_config_trains_a_few_iterations(tmp_path):
     _run([sys.executable, str(PPO), "--config", str(GO1_PPO), "--num-envs", "8", "--num-minibatches", "4",
           "--total-timesteps", "320", "--hidden", "32", "--out-dir", str(tmp_path), "--no-progress"], timeout=180)

@@ -21,20 +21,21 @@ from __future__ import annotations
 from gymnasium.vector import VectorEnv
 
 from mjvec.randomization import DomainRandomization, EventTerm
+from mjvec.tasks.go1_joystick.scene import FLOOR_GEOM, ROOT_BODY
 
 __all__ = ["PAPER_TERMS", "paper"]
 
 LEG_JOINTS = (r"(FR|FL|RR|RL)_(hip|thigh|calf)_joint",)
-BODIES = ("trunk", r"(FR|FL|RR|RL)_(hip|thigh|calf)")  # every body with mass (the world has none)
+BODIES = (ROOT_BODY, r"(FR|FL|RR|RL)_(hip|thigh|calf)")  # every body with mass (the world has none)
 
 PAPER_TERMS = (
-    EventTerm("geom_friction", 0.4, 1.0, targets=("floor",), operation="abs", mode="startup",
+    EventTerm("geom_friction", 0.4, 1.0, targets=(FLOOR_GEOM,), operation="abs", mode="startup",
               name="floor_friction"),
     EventTerm("dof_frictionloss", 0.9, 1.1, targets=LEG_JOINTS, mode="startup", name="frictionloss"),
     EventTerm("dof_armature", 1.0, 1.05, targets=LEG_JOINTS, mode="startup", name="armature"),
-    EventTerm("body_com", -0.05, 0.05, targets=("trunk",), operation="add", mode="startup", name="torso_com"),
+    EventTerm("body_com", -0.05, 0.05, targets=(ROOT_BODY,), operation="add", mode="startup", name="torso_com"),
     EventTerm("body_mass", 0.9, 1.1, targets=BODIES, mode="startup", recompute_inertia=False, name="link_masses"),
-    EventTerm("body_mass", -1.0, 1.0, targets=("trunk",), operation="add", mode="startup", recompute_inertia=False,
+    EventTerm("body_mass", -1.0, 1.0, targets=(ROOT_BODY,), operation="add", mode="startup", recompute_inertia=False,
               relative_to="previous", name="torso_mass"),
     EventTerm("qpos0", -0.05, 0.05, targets=LEG_JOINTS, operation="add", mode="startup", name="qpos0"),
 )
