@@ -2,11 +2,11 @@
 error, per-env streams, the preset's draws, and the CPU and Warp backends (Playground itself is the
 oracle in tests/test_go1_playground.py).
 
-CPU vs Warp, measured (8 envs from the same states, Playground's actions): the first control step
-agrees within 2.2e-4 rad in qpos; after that the two engines part, by 1e-2 to 0.1 rad within ten
+CPU vs Warp, measured (8 envs from the same reset states, the same targets): the first control step
+agrees within 4.8e-4 rad in qpos; after that the two engines part, by 0.02 to 0.15 rad within ten
 steps, because Playground's scene solves contacts with ONE solver iteration (and five line-search
 steps): the solution is far from converged, and MuJoCo C's and mujoco-warp's single iteration
-differ. The same scene with 100 iterations agrees within 2e-6 rad over those ten steps: the engines
+differ. The same scene with 100 iterations agrees within 6e-7 rad over those ten steps: the engines
 agree, the unconverged solve does not. Both are asserted below. The task layer on the device
 (torch) equals the host task (numpy) over the same Warp simulation within float32 rounding.
 """
@@ -248,7 +248,7 @@ def test_cpu_and_warp_agree_one_step_and_over_ten_once_the_solver_converges(warp
     per_step = np.abs(cpu - warp).max(axis=(1, 2))
     assert per_step[0] < 1e-3 and per_step.max() > 1e-3  # one step agrees; the 1-iteration solves then part
     cpu, warp = (_physics(100, kind, warp_device, states, actions) for kind in ("cpu", "warp"))
-    assert np.abs(cpu - warp).max() < 2e-5
+    assert np.abs(cpu - warp).max() < 5e-6
 
 
 @pytest.mark.device
