@@ -111,7 +111,7 @@ class Side:
 
         from benchmarks._replay import StepRecorder
         from mjvec.tasks.gym_mujoco import TASKS
-        from mjvec.tasks.gym_mujoco.scene import resolve_xml
+        from mjvec.tasks.gym_mujoco.specs import xml_path
 
         base = self.env.unwrapped
         backend = base.backend
@@ -131,7 +131,7 @@ class Side:
                 self.rne_s += time.perf_counter() - t0
 
             rne.update = timed
-        path = str(resolve_xml(TASKS[task].xml))
+        path = str(xml_path(TASKS[task].xml))
         self.frame_skip = base.frame_skip
         self.models = [mujoco.MjModel.from_xml_path(path) for _ in sample]
         self.datas = [mujoco.MjData(m) for m in self.models]

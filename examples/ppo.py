@@ -6,6 +6,7 @@ single process or torchrun.
     python examples/ppo.py --asymmetric --randomization none                    # critic on privileged state
     python examples/ppo.py --env-id CubeRotate-v0 --randomization none          # the hand spins a cube
     python examples/ppo.py --env-id mjvec/HalfCheetah-v5 --randomization none   # Gymnasium's suite
+    python examples/ppo.py --config mjvec/tasks/go1_joystick/agents/ppo.yaml --num-envs 256  # a task's settings
 
 Evidence that CubeRotate-v0 learns on 2 CPU cores in 20 minutes: README ("CubeRotate-v0"),
 docs/cube_rotate_ppo.{csv,png}.
@@ -42,6 +43,7 @@ pieces follow their settings where noted):
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import hashlib
@@ -82,6 +84,8 @@ LOGGED_INFO = ("lifted", "cube_angvel_z")
 class Args:
     """Command-line options (tyro): every field is a --flag, e.g. --num-envs 256 --asymmetric."""
 
+    config: Path | None = None
+    """a YAML file of these options (a task's agents/ppo.yaml); flags given beside it override it"""
     env_id: str = "SimToolReal-v0"
     """the registered environment id (python -m mjvec list)"""
     num_envs: int = 64
@@ -647,5 +651,23 @@ def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym
         dist.destroy_process_group()
 
 
+def parse_args(argv: list[str] | None = None) -> Args:
+    """The options from the command line, starting from ``--config``'s file when one is given."""
+    import yaml
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", type=Path)
+    known, _ = pre.parse_known_args(argv)
+    if known.config is None:
+        return tyro.cli(Args, args=argv)
+    values = yaml.safe_load(known.config.read_text()) or {}
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Args)})
+    if unknown:
+        raise SystemExit(f"{known.config}: unknown options {unknown}; the options are ppo.py's flags (see --help)")
+    if "hidden" in values:
+        values["hidden"] = tuple(values["hidden"])
+    return tyro.cli(Args, default=Args(**{**values, "config": known.config}), args=argv)
+
+
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    main(parse_args())

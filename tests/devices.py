@@ -24,7 +24,9 @@ def run_to_run_atol(backend: Any) -> float:
 
 def np_of(x: Any) -> np.ndarray:
     """A numpy copy of a backend array (numpy, or a torch tensor on any device)."""
-    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.array(x)
+    # .cpu() of a tensor already on the host is the tensor itself, and .numpy() a view of its memory:
+    # copy, so the result outlives the backend's buffer.
+    return x.detach().cpu().numpy().copy() if hasattr(x, "detach") else np.array(x)
 
 
 def put(view: Any, values: np.ndarray) -> None:

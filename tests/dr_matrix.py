@@ -70,6 +70,8 @@ def targets(model: mujoco.MjModel, entity: str) -> np.ndarray | None:
         return np.array([1, model.joint(robot.HAND_JOINT_NAMES[2]).id])
     if entity == "actuator":
         return np.array([1, model.nu - 3])
+    if entity == "qpos":  # hinge joints' entries (a free joint's quaternion entries stay unit)
+        return np.array([model.jnt_qposadr[1], model.jnt_qposadr[model.joint(robot.HAND_JOINT_NAMES[2]).id]])
     return None
 
 

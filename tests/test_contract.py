@@ -110,6 +110,26 @@ def test_every_shipped_wrapper_works_on_the_contract_alone_and_changes_nothing_t
         type(w) for w in _chain(_stack(gym.make_vec(mjvec.ENV_ID, **kwargs)))}
 
 
+def test_the_go1_preset_and_noise_work_on_the_contract_alone_and_change_nothing_there() -> None:
+    """playground/Go1JoystickFlatTerrain-v0 (a Dict observation, model-field DR of its own fields)."""
+    from mjvec.tasks.go1_joystick.presets import paper as go1_paper
+
+    def stack(env: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
+        return ObservationNoise(go1_paper(env), "joint_vel", 0.05, distribution="uniform")
+
+    def rollout(env: gym.vector.VectorEnv) -> list[np.ndarray]:
+        out = [env.reset(seed=3)[0]["policy"]]
+        rng = np.random.default_rng(0)
+        out += [env.step(rng.uniform(-1, 1, (env.num_envs, 12)))[0]["critic"] for _ in range(8)]
+        return out
+
+    kwargs = {"num_envs": 3, "obs_mode": "asymmetric", "array_backend": "numpy"}
+    alone = rollout(stack(ContractOnly(gym.make_vec("playground/Go1JoystickFlatTerrain-v0", **kwargs))))
+    direct = rollout(stack(gym.make_vec("playground/Go1JoystickFlatTerrain-v0", **kwargs)))
+    for a, b in zip(alone, direct, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def _chain(env: Any) -> list[Any]:
     out = []
     while hasattr(env, "env"):

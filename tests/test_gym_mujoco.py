@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 
 import mjvec
+from mjvec.assets.mjcf import load_spec
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.randomization import EventTerm
 from mjvec.tasks.gym_mujoco import ENV_IDS, TASKS
-from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
+from mjvec.tasks.gym_mujoco.specs import xml_path
 from tests.gym_oracle import bits, lockstep
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*settotalmass.*:UserWarning")
@@ -192,7 +193,7 @@ def test_named_spec_compiles_to_gymnasiums_model():
     # half_cheetah.xml's settotalmass into explicit inertials; nothing else changes, and it compiles
     # without MuJoCo's deprecation warning.
     for task in TASKS.values():
-        path = resolve_xml(task.xml)
+        path = xml_path(task.xml)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             ours = load_spec(path).compile()
@@ -204,12 +205,12 @@ def test_named_spec_compiles_to_gymnasiums_model():
         assert "body_mass" in fields and "actuator_acc0" in fields
         for field in fields:
             assert bits(getattr(ours, field)) == bits(getattr(theirs, field)), (task.name, field)
-    ant = load_spec(resolve_xml("ant.xml")).compile()
+    ant = load_spec(xml_path("ant.xml")).compile()
     assert ant.body(4).name == "body_4" and ant.actuator(0).name == "actuator_0" and ant.body(1).name == "torso"
 
 
 def test_cpu_backend_cfrc_ext_is_rne_post_constraint_after_an_rk4_step():
-    path = resolve_xml("ant.xml")
+    path = xml_path("ant.xml")
     backend = CpuBackend(Scene(1, lambda v: load_spec(path), 3, rne_post_constraint=True), num_threads=2,
                          progress=False)
     plain = CpuBackend(Scene(1, lambda v: load_spec(path), 3), num_threads=1, progress=False)
@@ -268,7 +269,7 @@ def test_memory_estimate_counts_the_persistent_mjdata_of_contact_force_tasks():
     from mjvec.envs.registry import get_task
 
     task = get_task("mjvec/Ant-v5")
-    model = load_spec(resolve_xml("ant.xml")).compile()
+    model = load_spec(xml_path("ant.xml")).compile()
     with_forces = task.estimate_memory(1024, task.parse_options({}))
     without = task.estimate_memory(1024, task.parse_options({"include_cfrc_ext_in_observation": False,
                                                              "contact_cost_weight": 0.0}))

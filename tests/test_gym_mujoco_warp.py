@@ -27,7 +27,7 @@ import pytest
 
 import mjvec  # noqa: F401  (registers the suite)
 from mjvec.errors import ConfigError
-from mjvec.tasks.gym_mujoco.scene import asset_dir
+from mjvec.tasks.gym_mujoco.specs import asset_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*settotalmass.*:UserWarning")
 N = 8

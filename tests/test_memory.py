@@ -98,6 +98,11 @@ print(json.dumps({{"growth": rss() - before, "built": built, "built_estimate": e
     # Slow: 3 steps of 1,024 CubeRotate worlds take about 100 s on warp's cpu device.
     pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
                  marks=pytest.mark.slow),
+    pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
+                                                          "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
+                                                          "backend": "warp", "device": "cpu"}, (64, 1024),
+                 marks=pytest.mark.slow),
 ])
 def test_estimate_bounds_the_measured_growth(env_id, kwargs, sizes):
     """Per env: the growth between two sizes (fixed costs such as compiled tools and captured graphs

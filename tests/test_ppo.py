@@ -174,3 +174,31 @@ def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path, b
     rows = _rows(tmp_path / "progress.csv")  # rank 0 only: 2 ranks x 3 envs x 4 steps per iteration
     assert [r["global_step"] for r in rows] == [24.0, 48.0]
     assert not (tmp_path / "progress.csv.rank1").exists()
+
+
+GO1_PPO = ROOT / "mjvec" / "tasks" / "go1_joystick" / "agents" / "ppo.yaml"
+
+
+def test_a_task_config_file_sets_the_options_and_flags_override_it():
+    args = ppo.parse_args(["--config", str(GO1_PPO), "--num-envs", "16", "--gamma", "0.9"])
+    assert args.env_id == "playground/Go1JoystickFlatTerrain-v0" and args.asymmetric and args.randomization == "paper"
+    assert (args.num_steps, args.num_minibatches, args.update_epochs, args.ent_coef) == (20, 32, 4, 0.01)
+    assert args.hidden == (512, 256, 128) and args.config == GO1_PPO
+    assert (args.num_envs, args.gamma) == (16, 0.9)  # the flags win
+    assert ppo.parse_args(["--num-envs", "3"]) == ppo.Args(num_envs=3)
+
+
+def test_a_config_file_with_an_unknown_option_is_refused(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_envs: 4\nnum_epochs: 3\n")
+    with pytest.raises(SystemExit, match=r"bad.yaml: unknown options \['num_epochs'\]; the options are ppo.py's"):
+        ppo.parse_args(["--config", str(bad)])
+
+
+@pytest.mark.slow
+def test_the_go1_config_trains_a_few_iterations(tmp_path):
+    _run([sys.executable, str(PPO), "--config", str(GO1_PPO), "--num-envs", "8", "--num-minibatches", "4",
+          "--total-timesteps", "320", "--hidden", "32", "--out-dir", str(tmp_path), "--no-progress"], timeout=180)
+    rows = _rows(tmp_path / "progress.csv")
+    assert [r["global_step"] for r in rows] == [160.0, 320.0]
+    assert all(math.isfinite(r["mean_r_tracking_lin_vel"]) and r["mean_r_tracking_lin_vel"] > 0 for r in rows)

@@ -25,6 +25,7 @@ LIMIT, HORIZON, ITERATIONS, SEED = 10, 8, 2, 3
 TASKS = {
     "SimToolReal-v0": {"num_tools": 3, "randomization": None, "obs_mode": "asymmetric"},
     "CubeRotate-v0": {"num_cubes": 2, "randomization": None},
+    "playground/Go1JoystickFlatTerrain-v0": {"randomization": None, "obs_mode": "asymmetric"},
 }
 
 
@@ -45,14 +46,18 @@ def make(env_id: str, backend: str, array_backend: str, num_envs: int = 4):
                         max_episode_steps=LIMIT, array_backend=array_backend, **extra, **TASKS[env_id])
 
 
-@pytest.mark.parametrize("backend", ["cpu", "warp"])
-@pytest.mark.parametrize("env_id", sorted(TASKS))
+# The Go1 task's Warp case is in the slow set (its CPU case and the other tasks' Warp cases are fast).
+CASES = [pytest.param(env_id, backend, marks=pytest.mark.slow if env_id.startswith("playground/") and backend == "warp"
+                      else ()) for env_id in sorted(TASKS) for backend in ("cpu", "warp")]
+
+
+@pytest.mark.parametrize(("env_id", "backend"), CASES)
 def test_rsl_rl_storage_equals_a_numpy_twin_replaying_its_actions(env_id, backend, tmp_path, monkeypatch):
     if backend == "warp":
         pytest.importorskip("mujoco_warp")
     torch.manual_seed(0)
     # The device path on Warp: torch output. CubeRotate-v0 runs its task on host views there.
-    array_backend = "torch" if backend == "warp" and env_id == "SimToolReal-v0" else "numpy"
+    array_backend = "torch" if backend == "warp" and env_id != "CubeRotate-v0" else "numpy"
     venv = RslRlVecEnv(make(env_id, backend, array_backend), seed=SEED)
     sent, written = [], []
     step = venv.step

@@ -3,6 +3,8 @@
 - `robot`: the iiwa14 + 22-DoF hand (`add_robot`) and its name/limit/gain constants (SimToolReal-v0
   and CubeRotate-v0; `_hand` and `_frames` build it).
 - `terrain` / `subterrains`: heightfield terrain grids with per-env origins (the locomotion tasks).
+- `mjcf`: MJCF files with their asset folders (`load_spec`, `resolve_xml`, `package_dir`), for the
+  tasks built from a robot's XML (Gymnasium's suite, MuJoCo Playground's tasks).
 
 A task's own catalog lives in its package (`mjvec.tasks.simtoolreal.catalog`: the tools;
 `mjvec.tasks.cube_rotate.catalog`: the cubes), and so do the scenes that hold them. The names this

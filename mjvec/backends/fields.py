@@ -33,6 +33,9 @@ WRITABLE_FIELDS = (
     "geom_friction", "geom_size", "geom_pos", "geom_solref", "geom_solimp",
     "dof_damping", "dof_armature", "dof_frictionloss", "jnt_stiffness",
     "actuator_gainprm", "actuator_biasprm", "actuator_gear", "actuator_forcerange", "actuator_ctrlrange",
+    # The joints' reference configuration: hinges and slides are placed at qpos - qpos0 (so moving it
+    # moves each joint's zero, a calibration offset); the constants computed at qpos0 follow it.
+    "qpos0",
 )
 # mjOption fields, per env. mj_setConst reads none of them (tests/test_fields.py checks each).
 OPTION_FIELDS = ("gravity",)

@@ -46,11 +46,13 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
     """Sorted unique ids (body/geom/dof/actuator) the term's target patterns name.
 
     A pattern matches a name when it equals it or fully matches it as a regular expression. Dof
-    kinds name joints; a joint contributes all of its dofs. A pattern matching nothing raises.
+    kinds name joints; a joint contributes all of its dofs. The qpos0 kind names hinge or slide
+    joints (a ball's or free joint's entries are a unit quaternion); each contributes its one qpos
+    entry. A pattern matching nothing raises.
     """
     if term.entity == "option":
         return np.zeros(0, np.int64)
-    lookup = "joint" if term.entity == "dof" else term.entity
+    lookup = "joint" if term.entity in ("dof", "qpos") else term.entity
     names = _names(model, lookup)
     ids: set[int] = set()
     for pattern in term.targets:
@@ -65,6 +67,8 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
                 f"{lookup} names are {allowed([n for n in names if n])}"
             )
         ids.update(hits)
+    if term.entity == "qpos":
+        return _scalar_joint_qpos(model, term, sorted(ids))
     if term.entity != "dof":
         return np.array(sorted(ids), np.int64)
     dofs: list[int] = []
@@ -72,6 +76,21 @@ def resolve_targets(model: mujoco.MjModel, term: EventTerm) -> np.ndarray:
         width = {0: 6, 1: 3, 2: 1, 3: 1}[int(model.jnt_type[j])]
         dofs.extend(range(model.jnt_dofadr[j], model.jnt_dofadr[j] + width))
     return np.array(dofs, np.int64)
+
+
+def _scalar_joint_qpos(model: mujoco.MjModel, term: EventTerm, joints: list[int]) -> np.ndarray:
+    """The qpos entries of hinge / slide `joints`; ConfigError naming any other joint."""
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    bad = [j for j in joints if int(model.jnt_type[j]) not in scalar]
+    if bad:
+        names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint {j}" for j in bad]
+        ok = [n for j in range(model.njnt) if int(model.jnt_type[j]) in scalar
+              and (n := mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j))]
+        raise ConfigError(
+            f"term {term.name!r} (qpos0): targets {term.targets} match the free or ball joints {names}, whose qpos0 "
+            f"is a position and unit quaternion, not an angle to offset; target hinge or slide joints: {allowed(ok)}"
+        )
+    return np.array(sorted(int(model.jnt_qposadr[j]) for j in joints), np.int64)
 
 
 class DomainRandomization(HookWrapper, VectorWrapper):
@@ -101,6 +120,7 @@ class DomainRandomization(HookWrapper, VectorWrapper):
             for field in coupled_fields(term):
                 caps.require(field, what=f"term {term.name!r} field")
             self._index[term.name] = resolve_targets(self._backend.model, term)
+            self._check_relative(term)
             self._check_mass_targets(term)
             self._check_add_keeps_mass_positive(term)
             self._check_primitive(term)
@@ -136,6 +156,26 @@ class DomainRandomization(HookWrapper, VectorWrapper):
             for name in coupled_fields(term):
                 total += 2 * 8 * int(np.prod(specs[name].shape))
         return total
+
+    def _check_relative(self, term: EventTerm) -> None:
+        """A term relative to the previous one composes with it in the same event: the term before it
+        must write the same field, in the same mode, for every one of its targets."""
+        if term.relative_to != "previous":
+            return
+        k = self._terms.index(term)
+        before = self._terms[k - 1] if k else None
+        problem = None
+        if before is None:
+            problem = "it is the first term"
+        elif before.field != term.field or before.mode != term.mode:
+            problem = f"the term before it, {before.name!r}, writes {before.field} in mode {before.mode!r}"
+        elif not np.isin(self._index[term.name], self._index[before.name]).all():
+            problem = f"the term before it, {before.name!r}, does not cover all of its targets {term.targets}"
+        if problem is not None:
+            raise ConfigError(
+                f"term {term.name!r} ({term.field}, relative_to='previous'): {problem}; put it right after a term "
+                f"that writes {term.field} in mode {term.mode!r} for all of its targets, or use relative_to='default'"
+            )
 
     def _check_primitive(self, term: EventTerm) -> None:
         if term.kind != "geom_size":
@@ -200,7 +240,11 @@ class DomainRandomization(HookWrapper, VectorWrapper):
     def _check_add_keeps_mass_positive(self, term: EventTerm) -> None:
         if term.kind != "body_mass" or term.operation != "add":
             return
-        lowest = self._backend.defaults("body_mass")[:, self._index[term.name]].min() + term.low
+        lowest = self._backend.defaults("body_mass")[:, self._index[term.name]].min()
+        if term.relative_to == "previous":  # the least the term before it can leave (it is checked itself)
+            before = self._terms[self._terms.index(term) - 1]
+            lowest = {"scale": lowest * before.low, "add": lowest + before.low, "abs": before.low}[before.operation]
+        lowest += term.low
         if term.distribution == "gaussian" or lowest <= 0:
             raise ConfigError(
                 f"term {term.name!r} (body_mass): add range low={term.low} can make a mass <= 0 "

@@ -23,6 +23,9 @@ from mjvec.xp import to_host
 MODES = ("startup", "reset", "interval")
 DISTRIBUTIONS = ("uniform", "log_uniform", "gaussian")
 OPERATIONS = ("abs", "scale", "add")
+# What a term's scale / add applies to: the compiled default, or the value the term just before it
+# (same field, same event) made.
+RELATIVE_TO = ("default", "previous")
 
 # kind -> (field, tail columns written, entity the targets name). The column picks one component
 # of a multi-valued field, e.g. the sliding coefficient of geom_friction.
@@ -39,6 +42,8 @@ KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
     # Primitive geoms only (mesh shapes are shared assets); mass and inertia stay as compiled.
     "geom_size": ("geom_size", (0, 1, 2), "geom"),
     "geom_height": ("geom_pos", (2,), "geom"),
+    # Hinge and slide joints only: the joint's reference position (see mjvec.backends.fields).
+    "qpos0": ("qpos0", None, "qpos"),
 }
 
 
@@ -92,6 +97,11 @@ class EventTerm:
         (every `interval_s` = (min, max) seconds per env, sampled per env).
     recompute_inertia: body_mass only: scale body_inertia by the same factor as the mass, so
         the body's density distribution (and so its inertia) stays consistent with the new mass.
+    relative_to: what scale / add apply to: "default" (each env's compiled value, so draws never
+        accumulate) or "previous": the value the term just before it in the list made in the same
+        event, which must write the same field for all of this term's targets in the same mode
+        (startup or reset). E.g. Playground's Go1 torso mass, every mass x U(0.9, 1.1) and then the
+        torso's + U(-1, 1) kg, is a scale term followed by an add term relative to it.
     name: label in `dr_params` and error messages (default: kind).
     """
 
@@ -104,6 +114,7 @@ class EventTerm:
     mode: str = "reset"
     interval_s: tuple[float, float] | None = None
     recompute_inertia: bool = True
+    relative_to: str = "default"
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -114,6 +125,7 @@ class EventTerm:
             ("operation", self.operation, OPERATIONS),
             ("distribution", self.distribution, DISTRIBUTIONS),
             ("mode", self.mode, MODES),
+            ("relative_to", self.relative_to, RELATIVE_TO),
         ):
             if not isinstance(value, str) or value not in choices:
                 raise ConfigError(
@@ -155,6 +167,12 @@ class EventTerm:
             raise ConfigError(f"term {label!r}: interval_s is only for mode 'interval' (mode is {self.mode!r})")
         if self.kind in ("body_mass", "geom_size"):
             self._check_positive(label)
+        if self.relative_to == "previous" and (self.mode == "interval" or self.operation == "abs"):
+            raise ConfigError(
+                f"term {label!r}: relative_to='previous' composes with the term before it in one event: it needs "
+                f"mode 'startup' or 'reset' (each interval term keeps its own timer) and operation 'scale' or 'add' "
+                f"(an abs value ignores what it is relative to); got mode {self.mode!r}, operation {self.operation!r}"
+            )
 
     def _check_positive(self, label: str) -> None:
         lowest = self.low if self.distribution != "gaussian" else -math.inf
@@ -228,19 +246,21 @@ def values_from_draw(
     index: np.ndarray,
     draw: np.ndarray,
 ) -> list[tuple[str, np.ndarray]]:
-    """[(field, new values at index)] of `term` for given draws (see `term_values`)."""
+    """[(field, new values at index)] of `term` for given draws (see `term_values`). A term
+    ``relative_to="previous"`` applies its operation to `current` (what the term before it made)."""
     field, columns, _ = KINDS[term.kind]
+    base = current if term.relative_to == "previous" else defaults
     if term.kind == "gravity":
-        return [(field, apply_operation(defaults[field], draw, term.operation))]
+        return [(field, apply_operation(base[field], draw, term.operation))]
     default = defaults[field][:, index]
     if columns is None:
-        new = apply_operation(default, draw, term.operation)
+        new = apply_operation(base[field][:, index], draw, term.operation)
     else:
         new = current[field][:, index].copy()
         cols = list(columns)
         # actuator_kd lives in biasprm as -kd: randomize kd itself, then store its negative.
         sign = -1.0 if term.kind == "actuator_kd" else 1.0
-        new[..., cols] = sign * apply_operation(sign * default[..., cols], draw, term.operation)
+        new[..., cols] = sign * apply_operation(sign * base[field][:, index][..., cols], draw, term.operation)
     out = [(field, new)]
     if term.kind == "body_mass" and term.recompute_inertia:
         # Same shape and density distribution scaled by the mass ratio: inertia scales alike.

@@ -10,8 +10,8 @@ from mjvec.randomization import DomainRandomization, EventTerm, ObservationNoise
 # reset: fingertip friction U(0.5, 1.0); cube mass x U(0.8, 1.2) (inertia scaled with it) and its
 # centre of mass moved by U(-5, 5) mm per axis; hand joint friction loss x U(0.5, 2.0), armature
 # x U(1.0, 1.05), link masses x U(0.9, 1.1); drive stiffness and damping x U(0.8, 1.2) (this hand's
-# damping is its position actuators' kv). Playground's qpos0 jitter has no EventTerm kind and is
-# left out.
+# damping is its position actuators' kv). Playground's qpos0 jitter is left out (the "qpos0" EventTerm
+# kind came later; adding it here would change this preset's trajectories).
 PAPER_TERMS = (
     EventTerm("geom_friction", 0.5, 1.0, targets=("left_.*_DP_collision",), operation="abs",
               name="fingertip_friction"),

@@ -12,7 +12,8 @@ Gymnasium v5's observations, rewards, terminations, infos, 1000-step limit and c
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 
-Modules: `scene` (the XML files), `options` (typed options), `specs` (what differs per task),
+Modules: `options` (typed options), `specs` (what differs per task, and where its XML file is: the
+installed gymnasium's, loaded by `mjvec.assets.mjcf`),
 `terms` (the per-step expressions), `env` (`GymMujocoEnv`), `presets` ("locomotion"),
 `registration`.
 """

@@ -27,14 +27,14 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
+from mjvec.assets.mjcf import load_spec
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.gym_mujoco import terms as gym_terms
 from mjvec.tasks.gym_mujoco.deployment import DeploymentHooks
 from mjvec.tasks.gym_mujoco.options import GymMujocoOptions
-from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
-from mjvec.tasks.gym_mujoco.specs import QVEL_CLIP, TASKS, TaskDef, observation_layout
+from mjvec.tasks.gym_mujoco.specs import QVEL_CLIP, TASKS, TaskDef, observation_layout, xml_path
 from mjvec.xp import Rows
 
 __all__ = ["STATE_OPTIONS", "GymMujocoEnv"]
@@ -117,7 +117,7 @@ class GymMujocoEnv(DeploymentHooks, MjVecEnv):
         (of which a step touches less: about 200 KB per env resident for Ant and Humanoid, measured by
         benchmarks/gym_suite.py)."""
         task = task_of(options)
-        model = compiled(resolve_xml(options.xml_file or task.xml))
+        model = compiled(xml_path(options.xml_file or task.xml))
         obs = model.nq + model.nv + 22 * model.nbody
         persistent = model.nbuffer if task.needs_contact_forces(options) else 0
         return MemoryNeeds(cls.bound_fields(task, options), 8 * (10 * obs + 64) + persistent)

@@ -14,11 +14,11 @@ from typing import Any
 
 import mujoco
 
+from mjvec.assets.mjcf import load_spec
 from mjvec.envs.registry import Task, register_once
 from mjvec.tasks.gym_mujoco.env import GymMujocoEnv
 from mjvec.tasks.gym_mujoco.presets import locomotion
-from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
-from mjvec.tasks.gym_mujoco.specs import TASKS, TaskDef
+from mjvec.tasks.gym_mujoco.specs import TASKS, TaskDef, xml_path
 
 __all__ = ["ENV_IDS", "register_envs"]
 
@@ -26,7 +26,7 @@ ENV_IDS = tuple(task.env_id for task in TASKS.values())
 
 
 def _xml_path(task: TaskDef, opts: Any) -> Path:
-    return resolve_xml(opts.xml_file or task.xml)
+    return xml_path(opts.xml_file or task.xml)
 
 
 def _register(task: TaskDef) -> Task:

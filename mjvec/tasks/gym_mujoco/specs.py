@@ -11,18 +11,34 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mjvec.assets.mjcf import package_dir, resolve_xml
 from mjvec.tasks.gym_mujoco import options as gym_options
 from mjvec.tasks.gym_mujoco import terms as gym_terms
 
-__all__ = ["TASKS", "TaskDef", "observation_layout"]
+__all__ = ["TASKS", "TaskDef", "asset_dir", "observation_layout", "xml_path"]
 
 QVEL_CLIP = 10.0  # Hopper and Walker2d observe np.clip(qvel, -10, 10)
+
+
+@functools.lru_cache(maxsize=1)
+def asset_dir() -> Path:
+    """The installed gymnasium's MuJoCo asset folder (the suite's scenes are its XML files, read in
+    place: nothing copied; found without importing ``gymnasium.envs.mujoco``, which needs imageio)."""
+    return package_dir("gymnasium", "envs", "mujoco", "assets", extra="gymnasium>=1.4",
+                       what="Gymnasium's MuJoCo XML files")
+
+
+def xml_path(xml_file: str) -> Path:
+    """The file a task's ``xml_file`` names: a path, or a file in gymnasium's assets (`resolve_xml`)."""
+    return resolve_xml(xml_file, asset_dir())
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""The Go1 joystick scene: MuJoCo Playground's ``scene_mjx_feetonly_flat_terrain.xml`` (Menagerie's
+Unitree Go1 with collisions on the feet only, a plane floor, foot-floor contact sensors), loaded from
+the ``mjvec[playground]`` assets, with the model edits Playground's ``Go1Env.__init__`` makes:
+timestep = sim_dt, ``ccd_iterations`` = 20, the leg joints' damping = Kd, the position actuators'
+gain = Kp (gainprm[0] = Kp, biasprm[1] = -Kp). The names below are Playground's (``go1_constants``).
+"""
+
+from __future__ import annotations
+
+import mujoco
+
+from mjvec.assets.mjcf import load_spec
+from mjvec.assets.playground import playground_file
+from mjvec.tasks.go1_joystick.config import Go1JoystickConfig
+
+__all__ = ["FEET", "FLAT_TERRAIN_XML", "ROOT_BODY", "SENSORS", "scene_spec"]
+
+FLAT_TERRAIN_XML = "mujoco_playground/_src/locomotion/go1/xmls/scene_mjx_feetonly_flat_terrain.xml"
+ROOT_BODY = "trunk"
+IMU_SITE = "imu"
+FLOOR_GEOM = "floor"
+HOME_KEYFRAME = "home"
+CCD_ITERATIONS = 20  # Playground's Go1Env sets it on the model
+# Feet: site and geom names (one per leg, Playground's order), their velocity and contact sensors.
+FEET = ("FR", "FL", "RR", "RL")
+FOOT_LINVEL_SENSORS = tuple(f"{foot}_global_linvel" for foot in FEET)
+FOOT_CONTACT_SENSORS = tuple(f"{foot}_floor_found" for foot in FEET)
+# The base's sensors, at the IMU site (Playground's go1_constants names).
+SENSORS = ("gyro", "local_linvel", "accelerometer", "upvector", "global_linvel", "global_angvel")
+
+
+def scene_spec(config: Go1JoystickConfig, xml: str = FLAT_TERRAIN_XML) -> mujoco.MjSpec:
+    """A fresh MjSpec of the scene with Playground's model edits for `config` (see the module docstring)."""
+    spec = load_spec(playground_file(xml))
+    spec.option.timestep = config.sim_dt
+    spec.option.ccd_iterations = CCD_ITERATIONS
+    for joint in spec.joints:
+        if joint.type != mujoco.mjtJoint.mjJNT_FREE:
+            damping = list(joint.damping)  # MuJoCo 4: the damping polynomial's coefficients, linear first
+            damping[0] = config.Kd
+            joint.damping = damping
+    for actuator in spec.actuators:
+        gain = list(actuator.gainprm)
+        bias = list(actuator.biasprm)
+        gain[0], bias[1] = config.Kp, -config.Kp
+        actuator.gainprm, actuator.biasprm = gain, bias
+    return spec

@@ -1,0 +1,162 @@
+"""MuJoCo Playground's own Go1 joystick code (``playground`` 0.2.0), driven from its own virtual
+environment by tests/test_go1_playground.py: ``.venv-playground/bin/python tests/playground_driver.py
+JOBS.json`` (scripts/setup_playground.sh makes that environment). This file imports nothing of mjvec.
+
+JOBS.json is a list of {"job": name, "inputs": path.npz, "outputs": path.npz, "overrides": {...}}
+(``overrides``: Playground ``config_overrides``). Jobs:
+
+- ``model``: Playground's compiled, edited MjModel, saved as MJB (outputs is the .mjb path).
+- ``task``: Playground's ``Joystick.step`` on states given by the caller, with the physics replaced:
+  ``mjx_env.step`` returns the caller's post-physics data (qpos, qvel, sensordata, site_xpos,
+  site_xmat, actuator_force) and records the motor targets and the ``xfrc_applied`` it was given.
+  Everything else is Playground's code: its perturbation, contact and feet logic, observation,
+  termination, rewards, command countdown and resampling. Inputs: ``pre_<info key>`` (T, N, ...),
+  ``action`` (T, N, 12) and ``after_<field>`` (T, N, ...); outputs per step: obs, privileged,
+  reward, done, each ``reward/<term>`` metric, the new info, targets and xfrc.
+- ``samples``: N resets (``mjx.forward`` replaced by the identity and ``make_data`` by one Data
+  built outside the trace, so the data's sensors and frames are zero and the observation's noisy
+  entries are the noise itself) and N resamples of a fixed
+  command (``sample_command``), each from its own key.
+- ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
+  the given actions; command resampling is pushed beyond the horizon. Outputs the start state and
+  per step qpos, qvel, obs, privileged, reward, done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jp
+import mujoco
+import numpy as np
+from mujoco import mjx
+from mujoco_playground import registry
+from mujoco_playground._src import mjx_env
+
+ENV = "Go1JoystickFlatTerrain"
+INFO_INT = ("steps_until_next_cmd", "steps_until_next_pert", "pert_duration", "steps_since_last_pert", "pert_steps")
+INFO_BOOL = ("last_contact",)
+AFTER = ("qpos", "qvel", "sensordata", "site_xpos", "site_xmat", "actuator_force")
+
+
+@contextlib.contextmanager
+def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    """`owner.name` is `value` inside the block (Playground's module functions, replaced for one job)."""
+    original = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def _load(overrides: dict[str, Any]) -> Any:
+    return registry.load(ENV, config_overrides=overrides or None)
+
+
+def _info(pre: dict[str, np.ndarray], keys: Any) -> dict[str, Any]:
+    info = {"rng": keys}
+    for name, value in pre.items():
+        dtype = jp.int32 if name in INFO_INT else (jp.bool_ if name in INFO_BOOL else jp.float32)
+        info[name] = jp.asarray(value, dtype=dtype)
+    return info
+
+
+def job_model(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    mujoco.mj_saveModel(env.mj_model, outputs, None)
+
+
+def job_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    base = mjx.make_data(env.mj_model, impl="jax")
+    names = [k[4:] for k in inputs if k.startswith("pre_")]
+    steps, num = inputs["action"].shape[:2]
+    metrics = {f"reward/{k}": jp.zeros(()) for k in env._config.reward_config.scales.keys()}
+    metrics["swing_peak"] = jp.zeros(())
+    obs = {"state": jp.zeros(48), "privileged_state": jp.zeros(123)}
+
+    def one(pre: dict[str, Any], key: Any, action: Any, after: dict[str, Any]) -> Any:
+        seen: dict[str, Any] = {}
+
+        def physics(model: Any, data: Any, targets: Any, n_substeps: int) -> Any:
+            seen["targets"], seen["xfrc"] = targets, data.xfrc_applied[1]
+            return data.replace(**after)
+
+        state = mjx_env.State(base, obs, jp.zeros(()), jp.zeros(()), dict(metrics), _info(pre, key))
+        with patched(mjx_env, "step", physics):  # Joystick.step calls mjx_env.step: the caller's physics
+            new = env.step(state, action)
+        return new.obs, new.reward, new.done, new.metrics, new.info, seen["targets"], seen["xfrc"]
+
+    step = jax.jit(jax.vmap(one))
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num)
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(steps):
+        pre = {n: inputs[f"pre_{n}"][t] for n in names}
+        after = {n: jp.asarray(inputs[f"after_{n}"][t], dtype=jp.float32) for n in AFTER}
+        obs_t, reward, done, met, info, targets, xfrc = step(pre, keys, jp.asarray(inputs["action"][t], jp.float32),
+                                                            after)
+        keys = info["rng"]
+        row = {"obs": obs_t["state"], "privileged": obs_t["privileged_state"], "reward": reward, "done": done,
+               "targets": targets, "xfrc": xfrc, **{k: v for k, v in met.items()},
+               **{f"info_{k}": v for k, v in info.items() if k != "rng"}}
+        for name, value in row.items():
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
+    base = mjx.make_data(env.mj_model, impl="jax")
+
+    def make_data(model: Any, qpos: Any = None, qvel: Any = None, ctrl: Any = None, **unused: Any) -> Any:
+        return base.replace(qpos=qpos, qvel=qvel, ctrl=ctrl)  # the one Data built outside the trace
+
+    # No physics: zero sensors and frames, so the observation's noisy entries are the noise alone.
+    with patched(mjx, "forward", lambda model, data: data), patched(mjx_env, "make_data", make_data):
+        state = jax.jit(jax.vmap(env.reset))(keys)
+    resample_keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"]) + 1), int(inputs["count"]))
+    x = jp.asarray(inputs["command"], jp.float32)
+    resampled = jax.jit(jax.vmap(env.sample_command, in_axes=(0, None)))(resample_keys, x)
+    info = state.info
+    np.savez(outputs, command=info["command"], steps_until_next_cmd=info["steps_until_next_cmd"],
+             steps_until_next_pert=info["steps_until_next_pert"], pert_duration=info["pert_duration"],
+             pert_duration_seconds=info["pert_duration_seconds"], pert_mag=info["pert_mag"],
+             qpos=state.data.qpos, qvel=state.data.qvel, noise=state.obs["state"][:, :33], resampled=resampled)
+
+
+def job_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    steps, num = inputs["action"].shape[:2]
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num)
+    state = jax.jit(jax.vmap(env.reset))(keys)
+    state.info["steps_until_next_cmd"] = jp.full((num,), 10**6, jp.int32)  # no resample in the horizon
+    start = {"qpos": state.data.qpos, "qvel": state.data.qvel, "command": state.info["command"],
+             "obs": state.obs["state"], "privileged": state.obs["privileged_state"]}
+    step = jax.jit(jax.vmap(env.step))
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(steps):
+        state = step(state, jp.asarray(inputs["action"][t], jp.float32))
+        row = {"qpos": state.data.qpos, "qvel": state.data.qvel, "obs": state.obs["state"],
+               "privileged": state.obs["privileged_state"], "reward": state.reward, "done": state.done}
+        for name, value in row.items():
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{f"start_{k}": np.asarray(v) for k, v in start.items()},
+             **{k: np.stack(v) for k, v in results.items()})
+
+
+JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory}
+
+
+def main(path: str) -> None:
+    for job in json.loads(Path(path).read_text()):
+        env = _load(job.get("overrides", {}))
+        inputs = dict(np.load(job["inputs"])) if job.get("inputs") else {}
+        JOBS[job["job"]](env, inputs, job["outputs"])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
