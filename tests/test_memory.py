@@ -117,7 +117,8 @@ def test_parts_match_mujoco_layout_by_hand():
     assert est.per_env["state"] == 8 * count
     doubles = m.nq + m.nv + m.nu + 6 * m.nbody + 1 + 3 * m.nsite  # qpos qvel ctrl xfrc time site_xpos
     assert est.per_env["bound_fields"] == 2 * (8 * doubles + 4 * mujoco.mjtWarning.mjNWARNING * 2)
-    writable = (10 * m.nbody + 16 * m.ngeom + 3 * m.nv + m.njnt + 30 * m.nu + 3)
+    writable = (10 * m.nbody + 16 * m.ngeom + 3 * m.nv + m.njnt + 30 * m.nu + 3
+                + 8 * m.ncam + 4 * m.ngeom + 7 * m.nmat + 15 * m.nlight)  # what cameras and the renderer read
     assert est.per_env["model_fields"] == 2 * 8 * writable
     assert est.per_env["task"] == 100 and not est.device_per_env
     assert est.total_bytes == 10 * sum(est.per_env.values())

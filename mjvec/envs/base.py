@@ -102,6 +102,7 @@ from mjvec.envs.autoreset import (
     parse_reset_options,
     parse_seed,
 )
+from mjvec.envs.camera_images import CameraImages
 from mjvec.envs.guard import CallGuard, call_exclusive, exclusive, not_copyable
 from mjvec.envs.hooks import TransformHooksMixin
 from mjvec.envs.memory import MemoryNeeds
@@ -130,6 +131,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
     """
 
     render_camera: str | int = -1
+    camera_images: CameraImages | None = None
 
     def __init__(
         self,
@@ -145,6 +147,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         record_episode_statistics: bool = False,
         render_size: tuple[int, int] = (240, 320),
         max_episode_steps: int | None = None,
+        camera_setup: Any = None,
     ) -> None:
         self._guard = CallGuard()
         check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
@@ -173,6 +176,10 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         self.lifecycle = Lifecycle()
         self.frame_skip = int(frame_skip)
         self.control_dt = self.frame_skip * float(backend.model.opt.timestep)
+        # Camera observations (`mjvec.envs.cameras`): the images join the task's observation.
+        self.camera_images = None if camera_setup is None else CameraImages(backend, camera_setup)
+        if self.camera_images is not None:
+            single_observation_space = self.camera_images.space(single_observation_space)
 
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
@@ -248,6 +255,12 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         options (e.g. ``{"rne_post_constraint": True}`` for contact forces as mj_rnePostConstraint
         gives them). Default: none."""
         return {}
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """The cameras this task declares for camera observations (`mjvec.assets.cameras.CameraSpec`s,
+        for the task's options); ``cameras=`` picks, replaces or adds to them. Default: none."""
+        return ()
 
     @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:
@@ -327,7 +340,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
             "that does not follow each env's own stream. Draw noise in an observation transform instead "
             "(mjvec.randomization.ObservationNoise, or env.add_observation_transform)"
         ):
-            return self._observe()
+            obs = self._observe()
+        return obs if self.camera_images is None else self.camera_images.observe(obs)
 
     @property
     def all_rows(self) -> Rows:
@@ -367,6 +381,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.
         failed = self.backend.step(self.frame_skip) & ~pending
+        if self.camera_images is not None:
+            self.camera_images.after_step()
         if bad is not None:  # device: non-finite action rows were zeroed; those envs end like failures
             failed = failed | (bad & ~pending)
         self.lifecycle.fire_interval(self.control_dt)
@@ -408,6 +424,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         """Free the renderers and the backend (called once by VectorEnv.close)."""
         if self._renderer is not None:
             self._renderer.close()
+        if self.camera_images is not None:
+            self.camera_images.close()
         self.backend.close()
 
     def _check_open(self) -> None:

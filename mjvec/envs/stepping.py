@@ -93,6 +93,8 @@ class StepMixin:
         self.lifecycle.fire_reset(rows)
         rows.put(self._episode_steps, 0)
         self._reset_envs(rows)
+        if self.camera_images is not None:  # the reset envs' first frames (mjvec.envs.camera_images)
+            self.camera_images.after_reset(rows)
         self._stats.restart(rows)
         rows.put(self._needs_reset, False)
 

@@ -61,6 +61,7 @@ from mjvec.assets.tools import ToolCatalog, source_env0_tool
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal import cameras as cam
 from mjvec.tasks.simtoolreal import scene as S
 from mjvec.tasks.simtoolreal import terms as tm
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
@@ -173,6 +174,11 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self._measured = self._measure(self._all_rows) if self._critic else None
         self._slots.declare("object_pose")
         self._slots.declare("object_scales")
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """Camera observations' cameras: "table" (fixed) and "wrist" (on the palm); see `cameras`."""
+        return cam.CAMERAS
 
     # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
     @classmethod
