@@ -12,18 +12,16 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
+import mujoco
 import numpy as np
 import pytest
 
-import gymnasium as gym
-import mujoco
-
 import mjvec
-from mjvec.assets.cameras import CameraSpec, add_cameras, depth_sensor_name
+from mjvec.assets.cameras import CameraSpec, add_cameras
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.envs.cameras import CameraObs, camera_setup
-from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate.scene import cube_variant_spec
 from mjvec.tasks.simtoolreal.cameras import CAMERAS as TOOL_CAMERAS
 from mjvec.tasks.simtoolreal.scene import scene_spec
@@ -62,7 +60,7 @@ def test_cpu_depth_is_mj_ray_pixel_by_pixel_on_each_envs_own_tool():
         data = _oracle_data(model, base.backend, views, i)
         tool_geoms = [g for g in range(model.ngeom) if model.geom(g).name.startswith("object_")]
         for cam in TOOL_CAMERAS:
-            depth, geoms = ray_depth(model, data, cam.name)
+            depth, _ = ray_depth(model, data, cam.name)
             np.testing.assert_array_equal(base.camera_images.raw_depth(cam.name)[i], depth, err_msg=f"{i} {cam.name}")
             oracles[i, cam.name] = depth
         # The tool is in the table camera's view, so a shared model would show the wrong one.
