@@ -64,6 +64,9 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
   Without a render mode, ``render()`` returns None with a warning (Gymnasium's convention) and
   ``render_grid`` raises `ConfigError`.
+- Camera observations (``camera_setup``, which `make_vec` builds from the ``cameras=`` option): the
+  observation becomes a Dict of the task's observation and its images, computed after each step's
+  physics and after each reset (`mjvec.envs.camera_images`); ``camera_images`` is None without them.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
 - Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
