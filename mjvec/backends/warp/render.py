@@ -1,8 +1,9 @@
 """mujoco-warp's batch renderer behind the `ImageRenderer` contract (mjvec.backends.base).
 
 One render context per variant group (`mujoco_warp.create_render_context` over the group's
-template, one image per world and camera): `render()` refits each group's bounding-volume
-hierarchy to its worlds' current geom poses (`refit_bvh`), ray-casts every world's cameras in one
+template, one image per world and camera): `render()` places the cameras and lights from the
+worlds' body poses (`camlight`), refits each group's bounding-volume hierarchy to their current
+geom poses (`refit_bvh`), ray-casts every world's cameras in one
 launch (`render`) and unpacks the results into `(num_envs, ...)` torch tensors on the device, in
 env order. Everything stays on the device: nothing is read back to the host.
 
@@ -83,6 +84,9 @@ class BatchRenderer:
         torch_to_warp(self._device)
         with wp.ScopedDevice(self._device):
             for worlds, rc in zip(self._worlds, self._contexts, strict=True):
+                # The cameras' poses from the bodies' (a masked reset that runs only the kinematics
+                # stages leaves them as they were): as mj_camlight, from the same state.
+                mjw.camlight(worlds.m, worlds.d)
                 mjw.refit_bvh(worlds.m, worlds.d, rc)
                 mjw.render(worlds.m, worlds.d, rc)
         warp_to_torch(self._device)
