@@ -204,3 +204,21 @@ def test_an_image_key_the_task_uses_is_refused():
     images.setup = setup
     with pytest.raises(ConfigError, match=r"already has a key 'depth'; rename camera 'c'"):
         images.space(gym.spaces.Dict({"depth": gym.spaces.Box(0, 1, (1,))}))
+
+
+def test_backend_camera_calls_refuse_what_they_cannot_do():
+    from mjvec.backends.base import Capabilities
+    from mjvec.backends.registry import BACKENDS
+    from mjvec.errors import CapabilityError
+
+    env = gym.make_vec("CubeRotate-v0", num_envs=2, cameras="depth")
+    backend = env.unwrapped.backend
+    assert backend.capabilities.images == BACKENDS["cpu"].images == frozenset({"depth"})
+    with pytest.raises(ConfigError, match=r"sense\(env_ids\) takes a \(2,\) bool mask or None, got dtype int64"):
+        backend.sense(np.zeros(2, np.int64))
+    with pytest.raises(CapabilityError, match=r"\['rgb'\] images need a batch renderer, which the 'cpu' backend does "
+                                              r"not have.*use backend='warp'"):
+        backend.image_renderer(["palm"], frozenset({"rgb"}))
+    env.close()
+    with pytest.raises(ConfigError, match=r"Capabilities.images has \['thermal'\], which are not image kinds"):
+        Capabilities("x", {}, "numpy", "cpu", True, images=frozenset({"thermal"}))

@@ -119,3 +119,15 @@ def test_a_host_task_on_warp_gets_host_images(warp_device: str) -> None:
     np.testing.assert_array_equal(obs["rgb"].transpose(0, 2, 3, 1), frames)
     assert obs["rgb"].std() > 10
     env.close()
+
+
+def test_warp_declares_its_images_and_names_a_missing_camera(warp_device: str) -> None:
+    from mjvec.backends.registry import BACKENDS
+    from mjvec.errors import ConfigError
+
+    env = gym.make_vec("CubeRotate-v0", num_envs=1, num_cubes=1, backend="warp", device=warp_device)
+    backend = env.unwrapped.backend
+    assert backend.capabilities.images == BACKENDS["warp"].images == frozenset({"depth", "rgb", "segmentation"})
+    with pytest.raises(ConfigError, match=r"the model has no camera 'eye'; its cameras are \['cube_view'\]"):
+        backend.image_renderer(["eye"], frozenset({"rgb"}))
+    env.close()
