@@ -38,6 +38,9 @@ MOVED_MODULES = {
     "mjvec.envs.lifecycle": "mjvec.contract",
     "mjvec.cli_rollout": "mjvec.cli.rollout",
     "mjvec.envs.tasks": "mjvec.envs.registry",
+    "mjvec.envs.hooks": "mjvec.envs.transforms",
+    "mjvec.assets.tools": "mjvec.tasks.simtoolreal.catalog.tools",
+    "mjvec.assets.cubes": "mjvec.tasks.cube_rotate.catalog",
 }
 # The old paths are served until this release, then removed (the warning names it).
 REMOVED_IN = "0.3.0"

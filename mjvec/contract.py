@@ -5,7 +5,28 @@ which use it) import this module; it imports neither. A wrapper never assigns ov
 or reads its private state: it names the Protocols below that it needs, and `require_hooks` checks
 at construction that the unwrapped env implements every member of each (raising `ConfigError`
 naming the missing ones otherwise). So a task opts into a wrapper by implementing that wrapper's
-Protocol. Every registration returns a release function.
+Protocol. Every registration returns a release function::
+
+    import gymnasium as gym
+    import mjvec
+    from mjvec.contract import EnvHooks, require_hooks
+
+    class HalfActions(gym.vector.VectorWrapper):   # a wrapper names the Protocols it needs
+        def __init__(self, env):
+            super().__init__(env)
+            base = require_hooks(env, EnvHooks, who="HalfActions")  # ConfigError naming what is missing
+            self._release = base.add_action_transform(lambda actions: 0.5 * actions)
+
+        def close(self, **kwargs):
+            self._release()                        # every registration returns its release
+            super().close(**kwargs)
+
+    env = HalfActions(gym.make_vec("mjvec/Hopper-v5", num_envs=4))
+    obs, info = env.reset(seed=0)
+    env.step(env.action_space.sample())
+
+(mjvec's own wrappers derive from `mjvec.randomization.wrapper.HookWrapper`, which keeps the
+releases and runs them at close.)
 
 - `EnvHooks`: what every `mjvec.envs.base.MjVecEnv` provides (transforms, lifecycle, streams).
 - `ObservationLayoutHooks`: the named blocks of each observation key (observation noise).
@@ -209,6 +230,9 @@ class EnvHooks(Protocol):
         reset() and step() (and SAME_STEP's terminal observation), in the order added.
     add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) action batch of a
         step that will run (never on a refused step).
+    autoresetting(): (N,) bool: the envs the running step autoresets instead of stepping (NEXT_STEP:
+        those done after the previous step; their physics this step is discarded, so a wrapper that
+        draws for the step draws nothing for them).
     hook_registrations(): how many callbacks/slots are registered, by kind (all 0 once every
         wrapper is closed).
     """
@@ -227,6 +251,8 @@ class EnvHooks(Protocol):
     def add_observation_transform(self, fn: ObsTransform) -> Release: ...
 
     def add_action_transform(self, fn: Callable[[np.ndarray], np.ndarray]) -> Release: ...
+
+    def autoresetting(self) -> Any: ...
 
     def hook_registrations(self) -> dict[str, int]: ...
 

@@ -131,3 +131,30 @@ def rsl_rl_checkpoint(tmp: Path) -> tuple[Path, Callable[[np.ndarray], np.ndarra
             return policy(td).clamp(-1, 1).numpy()
 
     return log_dir / "model_1.pt", act
+
+
+def mlp_policy(env_id: str, seed: int = 0, **options):
+    """A random MLP actor with non-trivial observation statistics for any env (an examples/ppo.py-style
+    `Policy` recording `env_id` and `options`), for export and deployment tests."""
+    from torch import nn
+
+    from mjvec.integrations.actors import Actor, Normalizer
+    from mjvec.integrations.policies import Policy
+
+    env = gym.make_vec(env_id, num_envs=1, **options)
+    obs_space, act_space = env.single_observation_space, env.single_action_space
+    env.close()
+    obs_dim, action_dim = int(obs_space.shape[0]), int(act_space.shape[0])
+    torch.manual_seed(seed)
+    body = nn.Sequential(nn.Linear(obs_dim, 32), nn.ELU(), nn.Linear(32, action_dim))
+    normalizer = Normalizer(torch.randn(obs_dim, dtype=torch.float64), torch.rand(obs_dim, dtype=torch.float64) + 0.5,
+                            1e-8, 5.0)
+    actor = Actor(normalizer, body, act_space.low, act_space.high).eval()
+
+    def run(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return actor(torch.from_numpy(obs)).numpy()
+
+    meta = {"kind": "ppo", "obs_keys": None, "obs_dim": obs_dim, "action_dim": action_dim, "env_id": env_id,
+            "env_options": options, "source": "tests.policy_files.mlp_policy"}
+    return Policy("ppo", None, obs_dim, action_dim, run, actor, meta)

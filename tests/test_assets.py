@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from mjvec.assets import _hand as hand
-from mjvec.assets import _tool_geoms as tool_geoms
-from mjvec.assets import robot, tools
+from mjvec.assets import robot
 from mjvec.assets._frames import Frame
 from mjvec.errors import ConfigError
 from mjvec.tasks.simtoolreal import scene
+from mjvec.tasks.simtoolreal.catalog import geometry as tool_geoms
+from mjvec.tasks.simtoolreal.catalog import tools
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = scene.default_catalog()
@@ -217,7 +218,7 @@ def test_hand_has_no_self_contact_near_rest():
         assert not [p for p in pairs if min(p) > 0 and max(p) in robot_bodies], pairs  # table contact is fine
 
 
-def test_hand_self_collision_is_on_and_arm_is_lean():
+def test_self_collision_is_on_for_the_arm_and_the_hand():
     model = scene.compile_scene(0)
     geom = model.geom("left_index_DP_collision").id
     thumb = model.geom("left_thumb_DP_collision").id
@@ -230,7 +231,8 @@ def test_hand_self_collision_is_on_and_arm_is_lean():
         )
 
     assert collides(geom, thumb) and collides(geom, table) and collides(arm, table)
-    assert not collides(arm, geom) and not collides(arm, model.geom("iiwa14_link_2_collision").id)
+    # As in the source (every robot pair but its adjacency table: tests/test_simtoolreal_source_rules.py).
+    assert collides(arm, geom) and collides(arm, model.geom("iiwa14_link_2_collision").id)
     assert model.geom_friction[geom, 0] == robot.FINGERTIP_FRICTION and model.geom_condim[geom] == 4
     assert model.geom_friction[arm, 0] == 0.5
     assert model.ngeom <= 35  # about one primitive per link

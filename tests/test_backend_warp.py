@@ -402,7 +402,7 @@ def test_warp_argument_errors() -> None:
         _backend("warp", 1, 1, njmax=2.5)
     with pytest.raises(ConfigError, match="nconmax must be an int >= 1"):
         _backend("warp", 1, 1, nconmax=0)
-    with pytest.raises(ConfigError, match="use_graph must be a bool"):
+    with pytest.raises(ConfigError, match="use_graph must be True or False"):
         _backend("warp", 1, 1, use_graph="yes")
     be = _backend("warp", 1, 2)
     with pytest.raises(ConfigError, match="overflow_check_interval must be an int >= 1"):

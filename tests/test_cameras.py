@@ -148,7 +148,7 @@ def test_frame_stack_and_render_every_under_partial_and_auto_resets():
                 starts[i].append(t - 1)
             for i in range(num):
                 np.testing.assert_array_equal(obs["depth"][i], _restack(fresh[i], starts[i], t - 1, k, n))
-        pending = ref.unwrapped._needs_reset.copy()  # NEXT_STEP: these reset inside step t
+        pending = ref.unwrapped.episodes.needs_reset.copy()  # NEXT_STEP: these reset inside step t
         action = rng.uniform(-1, 1, env.action_space.shape)
         obs_ref, *_ = ref.step(action)
         obs, *_ = env.step(action)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from mjvec.assets import robot
-from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.base import Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.tasks.simtoolreal import scene
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog
 from mjvec.tasks.simtoolreal.scene import scene_spec
 
 NUM_TOOLS = 600

@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 
 import mjvec
-from mjvec.assets.tools import ToolCatalog
 from mjvec.backends.registry import BACKENDS
 from mjvec.cli import commands as cli
 from mjvec.cli import rollout as cli_rollout
 from mjvec.errors import ConfigError, InstallError
 from mjvec.integrations.video import write_gif, write_png
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog
 from mjvec.tasks.simtoolreal.registration import ENV_ID
 
 ROOT = Path(mjvec.__file__).resolve().parents[1]
@@ -223,7 +223,7 @@ def test_video_errors(tmp_path):
     good = np.zeros((4, 4, 3), np.uint8)
     with pytest.raises(ConfigError, match="at least one frame"):
         write_gif(tmp_path / "v.gif", [], fps=10)
-    with pytest.raises(ConfigError, match="fps must be a positive number"):
+    with pytest.raises(ConfigError, match=r"fps must be a finite number > 0\.0"):
         write_gif(tmp_path / "v.gif", [good], fps=0)
     with pytest.raises(ConfigError, match=r"frame 1 must be an \(H, W, 3\) uint8 array"):
         write_gif(tmp_path / "v.gif", [good, good.astype(np.float32)], fps=10)

@@ -162,7 +162,7 @@ def test_next_step_autoreset(env):
     other.reset(seed=1)
     done_seen = False
     for t in range(40):
-        prev_done = env._needs_reset.copy()
+        prev_done = env.episodes.needs_reset.copy()
         angle_before = env.backend.qpos[:, 0].copy()
         action = policy(env.global_env_ids, t)
         obs, reward, term, trunc, info = env.step(action)

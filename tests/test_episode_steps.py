@@ -125,5 +125,5 @@ def test_bad_counter_writes_are_refused_and_change_nothing(values, match):
 def test_bad_max_episode_steps_is_refused_by_the_base():
     from tests.toy_env import ToyPendulumEnv
 
-    with pytest.raises(ConfigError, match=r"max_episode_steps must be None or an int >= 1, got 0"):
+    with pytest.raises(ConfigError, match=r"max_episode_steps must be an int >= 1 or None, got 0"):
         ToyPendulumEnv(2, max_episode_steps=0)

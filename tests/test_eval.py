@@ -80,6 +80,10 @@ def test_eval_of_an_exported_simtoolreal_policy_reports_tool_categories_and_writ
 
 def test_eval_refuses_a_policy_of_another_task(tmp_path, capsys):
     path, _ = pf.ppo_checkpoint(tmp_path, num_tools=3)
-    assert main(["eval", "--checkpoint", str(path), "--env-id", "CubeRotate-v0", "--num-envs", "2"]) == 2
+    argv = ["eval", "--checkpoint", str(path), "--env-id", "CubeRotate-v0", "--num-envs", "2"]
+    assert main(argv) == 2  # refused by the contract check, before any step
+    err = capsys.readouterr().err
+    assert "first: task.env_id: policy 'SimToolReal-v0', env 'CubeRotate-v0'" in err
+    assert main([*argv, "--allow-mismatch"]) == 2  # allowed, the observation check still refuses it
     err = capsys.readouterr().err
     assert "error: the policy expects 140-D observations, got shape (2, 95)" in err

@@ -12,7 +12,8 @@ from mjvec.backends._geometry import primitive_bounds
 from mjvec.backends.base import FieldWrite, Scene
 from mjvec.backends.cpu import CpuBackend
 from mjvec.errors import ConfigError, FieldWriteError
-from mjvec.randomization import DomainRandomization, EventTerm, table_height
+from mjvec.randomization import DomainRandomization, EventTerm
+from mjvec.tasks.simtoolreal.presets import table_height
 from tests.scenes import Oracle, make_scene
 
 

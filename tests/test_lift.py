@@ -16,8 +16,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from mjvec.assets import robot, tools
+from mjvec.assets import robot
 from mjvec.tasks.simtoolreal import scene
+from mjvec.tasks.simtoolreal.catalog import tools
 
 RISE = 0.10
 # Hand pose before closing: the thumb abducted towards the wrist, clear of the handle.

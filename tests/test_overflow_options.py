@@ -30,7 +30,7 @@ def test_buffer_sizes_are_refused_on_a_backend_whose_buffers_grow():
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True])
 @pytest.mark.parametrize("name", ["nconmax", "njmax"])
 def test_buffer_sizes_must_be_positive_ints(name, bad):
-    with pytest.raises(ConfigError, match=rf"{name} must be None or an int >= 1, got {bad!r}"):
+    with pytest.raises(ConfigError, match=rf"{name} must be an int >= 1 or None, got {bad!r}"):
         gym.make_vec(ANT, num_envs=1, backend="warp", device="cpu", **{name: bad})
 
 

@@ -177,7 +177,7 @@ def test_paper_preset_with_goal_refills_is_deterministic_across_num_envs() -> No
         (lambda e: RandomPushes(e, mass_scale="env0"),
          r"mass_scale='env0' is not allowed; allowed are \{per_env, reference\}"),
         (lambda e: RandomPushes(e, force_scale=-1.0), "force_scale must be finite and >= 0"),
-        (lambda e: ObservationDelay(e, 2, refill_on_goal=1), "refill_on_goal must be a bool, got 1"),
+        (lambda e: ObservationDelay(e, 2, refill_on_goal=1), "refill_on_goal must be True or False, got 1"),
     ],
 )
 def test_wrapper_argument_errors(wrap, match: str) -> None:

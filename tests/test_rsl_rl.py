@@ -126,7 +126,7 @@ def test_reward_scale_multiplies_what_rsl_rl_sees_and_must_be_positive():
     _, rewards, _, _ = venv.step(torch.zeros(2, venv.num_actions))
     _, want, *_ = twin.step(np.zeros((2, venv.num_actions), np.float32))
     torch.testing.assert_close(rewards, torch.as_tensor(want, dtype=torch.float32) * 0.01, rtol=0, atol=0)
-    with pytest.raises(ConfigError, match=r"reward_scale must be a number > 0, got 0"):
+    with pytest.raises(ConfigError, match=r"reward_scale must be a finite number > 0.0, got 0"):
         RslRlVecEnv(twin, reward_scale=0)
     venv.close()
     twin.close()

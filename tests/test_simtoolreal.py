@@ -419,9 +419,9 @@ def test_few_tools_fall_to_the_floor_after_reset_with_the_hand_held_still():
         ({"num_tools": 601}, r"num_tools must be an int in \[1, 600\]"),
         ({"obs_mode": "state"}, r"obs_mode='state' is not supported; allowed values are \{asymmetric, policy\}"),
         ({"tool_geometry": "voxel"}, r"tool_geometry='voxel' is not supported"),
-        ({"max_episode_steps": 0}, r"max_episode_steps must be None or an int >= 1"),
+        ({"max_episode_steps": 0}, r"max_episode_steps must be an int >= 1 or None"),
         ({"env_id_offset": -1}, r"env_id_offset must be an int >= 0"),
-        ({"num_threads": 0}, r"num_threads must be None or an int >= 1"),
+        ({"num_threads": 0}, r"num_threads must be an int >= 1 or None"),
         ({"config": {"lift_weight": 1}}, r"config must be a SimToolRealConfig"),
     ],
 )

@@ -87,7 +87,7 @@ def test_model_field_terms_apply_to_the_third_task():
     ({"thresold": 0.3}, UnknownOptionError,
      r"PoleBalance-v0 got an unexpected keyword argument 'thresold'; allowed options are \{.*threshold.*\}"),
     ({"threshold": 4.0}, ConfigError, r"threshold must be a number in \(0, pi\), got 4\.0"),
-    ({"num_threads": 0}, ConfigError, r"num_threads must be None or an int >= 1, got 0"),
+    ({"num_threads": 0}, ConfigError, r"num_threads must be an int >= 1 or None, got 0"),
     ({"backend": "tpu"}, ConfigError, r"backend='tpu' is not supported; allowed values are \{cpu, warp\}"),
     ({"autoreset_mode": "later"}, ConfigError, r"autoreset_mode='later' is not supported"),
     ({"array_backend": "jax"}, ConfigError, r"array_backend='jax' is not supported"),

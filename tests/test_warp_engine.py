@@ -25,7 +25,8 @@ from mjvec.backends.variants import model_arrays, option_fields
 from mjvec.backends.warp import WarpBackend
 from mjvec.backends.warp import build as B
 from mjvec.errors import ConfigError, FieldWriteError
-from mjvec.randomization import EventTerm, table_height
+from mjvec.randomization import EventTerm
+from mjvec.tasks.simtoolreal.presets import table_height
 from mjvec.tasks.simtoolreal.scene import OBJECT_JOINT_NAME, TABLE_GEOM_NAME, TABLE_TOP_Z, default_catalog, scene_spec
 from tests.devices import np_of, put
 from tests.scenes import Oracle, make_scene

@@ -6,8 +6,9 @@ option); an episode lasts at most `max_episode_steps` control steps (a shared op
 Observation blocks: angle (1), angular velocity (1). Its one preset, "noisy", adds N(0, 0.01)
 to the observed angle through `ObservationNoise`, which needs only the ``policy_layout`` hook.
 
-The four pieces: scene variants (MjSpec builders), the env (an `MjVecEnv` subclass with five hooks),
-an options dataclass (a `TaskOptions` subclass), and one `register_task` call.
+The four pieces: scene variants (MjSpec builders), the env (an `MjVecEnv` subclass with five hooks,
+and the optional `deployment_spec` declaring what its blocks and action are in MuJoCo terms, for the
+policy contract), an options dataclass (a `TaskOptions` subclass), and one `register_task` call.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import mujoco
 import numpy as np
 
 from mjvec.envs.base import MjVecEnv
+from mjvec.envs.deployment import ActionDim, DeploymentSpec, ObsBlock, ObsSource
 from mjvec.envs.registry import TaskOptions, register_once
 from mjvec.errors import ConfigError
 from mjvec.randomization import ObservationNoise
@@ -79,6 +81,11 @@ class PoleBalanceEnv(MjVecEnv):
 
     def _observe(self) -> np.ndarray:
         return np.concatenate([self.backend.qpos, self.backend.qvel], axis=1).astype(np.float32)
+
+    def deployment_spec(self) -> DeploymentSpec:
+        blocks = (ObsBlock("angle", 1, ObsSource("joint_pos", ("hinge",)), units="rad"),
+                  ObsBlock("angular_velocity", 1, ObsSource("joint_vel", ("hinge",)), units="rad/s"))
+        return DeploymentSpec({None: blocks}, None, "float32", (ActionDim("motor", "hinge", "torque"),))
 
     def _reset_envs(self, env_ids: np.ndarray) -> None:
         qpos = self.rng.uniform(env_ids, "reset/angle", -0.1, 0.1, (1,))

@@ -1,12 +1,13 @@
-"""Robot, table and tool catalog of SimToolReal, generated as MjSpec from primitives (no downloads).
+"""The scene layer: what two or more tasks share, generated or loaded as MjSpec (no downloads).
 
-- `robot`: the iiwa14 + 22-DoF hand (`add_robot`) and its name/limit/gain constants.
-- `tools`: the seeded 600-tool catalog (`ToolCatalog`, `Tool`, `DISTRIBUTIONS`).
-- `cubes`: CubeRotate-v0's seeded cube catalog (`CubeCatalog`, `Cube`).
+- `robot`: the iiwa14 + 22-DoF hand (`add_robot`) and its name/limit/gain constants (SimToolReal-v0
+  and CubeRotate-v0; `_hand` and `_frames` build it).
+- `terrain` / `subterrains`: heightfield terrain grids with per-env origins (the locomotion tasks).
 
-The scenes that hold them are each task's own (`mjvec.tasks.simtoolreal.scene`,
-`mjvec.tasks.cube_rotate.scene`); the scene names this package used to export still resolve, with a
-DeprecationWarning naming the new path.
+A task's own catalog lives in its package (`mjvec.tasks.simtoolreal.catalog`: the tools;
+`mjvec.tasks.cube_rotate.catalog`: the cubes), and so do the scenes that hold them. The names this
+package used to export from there still resolve, with a DeprecationWarning naming the new path and
+the release that removes them.
 """
 
 from typing import Any
@@ -33,21 +34,11 @@ from mjvec.assets.robot import (
     ROBOT_BASE_POS,
     add_robot,
 )
-from mjvec.assets.tools import (
-    DISTRIBUTIONS,
-    OBJECT_BASE_SIZE,
-    TOOL_GEOMETRIES,
-    TOPOLOGY_CLASSES,
-    Tool,
-    ToolCatalog,
-    ToolDistribution,
-)
 
 __all__ = [
     "ACTUATOR_NAMES",
     "ARM_JOINT_NAMES",
     "DEFAULT_JOINT_POS",
-    "DISTRIBUTIONS",
     "FINGERTIP_BODY_NAMES",
     "FINGERTIP_OFFSET",
     "FINGERTIP_SITE_NAMES",
@@ -59,16 +50,10 @@ __all__ = [
     "JOINT_LOWER",
     "JOINT_NAMES",
     "JOINT_UPPER",
-    "OBJECT_BASE_SIZE",
     "PALM_BODY_NAME",
     "PALM_OFFSET",
     "PALM_SITE_NAME",
     "ROBOT_BASE_POS",
-    "TOOL_GEOMETRIES",
-    "TOPOLOGY_CLASSES",
-    "Tool",
-    "ToolCatalog",
-    "ToolDistribution",
     "add_robot",
 ]
 
@@ -89,6 +74,8 @@ _MOVED = dict.fromkeys((
     "scene_spec",
     "tool_scene_spec",
 ), "mjvec.tasks.simtoolreal.scene")
+_MOVED.update(dict.fromkeys(("DISTRIBUTIONS", "OBJECT_BASE_SIZE", "TOOL_GEOMETRIES", "TOPOLOGY_CLASSES", "Tool",
+                             "ToolCatalog", "ToolDistribution"), "mjvec.tasks.simtoolreal.catalog.tools"))
 
 
 def __getattr__(name: str) -> Any:

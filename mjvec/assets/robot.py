@@ -11,15 +11,17 @@ Modelling choices (each is why something differs from a literal URDF port):
   (the source does not apply it either). Hand actuators are force-limited to the URDF effort, as
   Isaac Gym does for DOF_MODE_POS.
 - Every robot body has `gravcomp=1`, standing in for Isaac Gym's `disable_gravity` on the robot.
-- Collisions, kept lean because narrowphase dominates step time: one primitive per link, and
-  contype/conaffinity bits so that the arm collides only with the environment (table, floor,
-  tool), while the hand collides with the environment and with itself (finger vs finger, finger
-  vs palm). Arm-vs-arm and arm-vs-hand pairs are off: the arm's delta-limited actions keep it
-  near the default posture, where those pairs are far apart, and each would cost a narrowphase
-  call per step. Parent-child pairs (which covers the source's adjacency table: palm vs the
-  proximal phalanges and metacarpals, each knuckle vs the next) are skipped by MuJoCo's
-  filterparent. No other hand pair overlaps near the rest pose (tested), so no `<exclude>` is
-  needed; the remaining pairs (finger vs finger, thumb vs palm) collide as in the source.
+- Collisions: one primitive per link. Self-collision is on as in the source, which enables every
+  robot pair and filters its adjacency table (LEFT_SHARPA_KUKA_LINK_TO_ADJACENT_LINKS): each arm
+  link vs the next, link 7 (with the palm merged into it) vs the thumb metacarpal and the finger
+  bases, each knuckle vs the next. Here the source's two-joint knuckles and their virtual links are
+  one body with two hinges, so that table is exactly this model's parent-child pairs, which MuJoCo's
+  filterparent skips (the palm is welded to link 7), except link 0 vs link 1: filterparent never
+  filters a body whose parent is welded to the world, as the fixed base is, so that pair is an
+  `<exclude>`. One more `<exclude>`, link 5 vs link 7, is not in the source's table: their capsules
+  overlap at every joint-6 angle (they end 0.081 m apart with radii 0.065 and 0.06), a shape the
+  real links do not have. No other robot pair overlaps at the default posture or in the reset
+  distribution (tested). Environment bit: the table, floor and tool collide with every link.
 - Friction: robot links 0.5; fingertips 1.0 with condim 4. MuJoCo combines a pair's friction
   with max() while PhysX averages it, so 1.0 reproduces the source's fingertip-vs-tool and
   fingertip-vs-table coefficient ((1.5 + 0.5) / 2) exactly; condim 4 adds the torsional friction
@@ -118,10 +120,16 @@ for _array in (JOINT_LOWER, JOINT_UPPER, JOINT_KP, JOINT_KD, JOINT_EFFORT, DEFAU
     _array.flags.writeable = False
 
 
+# Link pairs excluded beyond MuJoCo's parent-child filter (module docstring): the source's adjacent
+# pair that filterparent misses (a child of the world-welded base), and the capsules' own overlap.
+SELF_COLLISION_EXCLUDES = (("iiwa14_link_0", "iiwa14_link_1"), ("iiwa14_link_5", "iiwa14_link_7"))
+NOT_IN_SOURCE_EXCLUDES = (("iiwa14_link_5", "iiwa14_link_7"),)
+
+
 def _collision(geom: mujoco.MjsGeom, bit: int, friction: float) -> None:
     geom.contype = bit
-    # Arm geoms accept only the environment; hand geoms accept the environment and the hand.
-    geom.conaffinity = ENV_BIT | (HAND_BIT if bit == HAND_BIT else 0)
+    # Every robot geom accepts the environment and every other robot geom (self-collision).
+    geom.conaffinity = ENV_BIT | ARM_BIT | HAND_BIT
     geom.friction = [friction, 0.005, 0.0001]
     geom.group = 0
 
@@ -263,3 +271,5 @@ def add_robot(spec: mujoco.MjSpec) -> None:
     link7.add_site(name=PALM_SITE_NAME, pos=list(PALM_OFFSET), size=[0.005, 0, 0])
     _hand(link7)
     _actuators(spec)
+    for first, second in SELF_COLLISION_EXCLUDES:
+        spec.add_exclude(name=f"{first}_{second}", bodyname1=first, bodyname2=second)

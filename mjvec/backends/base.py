@@ -30,6 +30,7 @@ import numpy as np
 
 from mjvec.backends.determinism import DETERMINISM
 from mjvec.errors import ConfigError, allowed
+from mjvec.validate import require_bool, require_int
 
 
 class RecomputeLevel(enum.Flag):
@@ -209,6 +210,9 @@ class Scene:
         forward, so the bound ``cfrc_ext`` (per-body external contact wrenches) is the one computed
         from that call's last forward pass (after an RK4 step: its last stage), as Gymnasium's
         MuJoCo envs compute it after every ``mj_step``. Off by default: it costs time per env.
+    check_variant: None, or check_variant(v, model), called by the backend with each used variant
+        as it compiles it, before it allocates anything per env; it raises (ConfigError) to refuse
+        the scene. The env layer's memory check (`mjvec.envs.memory.VariantMemoryCheck`).
     """
 
     num_variants: int
@@ -218,6 +222,7 @@ class Scene:
     assignment: np.ndarray | None = None
     name: str = "scene"
     rne_post_constraint: bool = False
+    check_variant: Callable[[int, mujoco.MjModel], None] | None = field(default=None, repr=False, compare=False)
     _variant_of_env: np.ndarray = field(init=False, repr=False, compare=False)
     _compiled: dict = field(init=False, repr=False, compare=False)
 
@@ -227,8 +232,7 @@ class Scene:
             ("num_envs", self.num_envs, 1),
             ("env_id_offset", self.env_id_offset, 0),
         ):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"Scene.{label} must be an int >= {low}, got {value!r}")
+            require_int(value, f"Scene.{label}", low=low)
         if self.assignment is None:
             variant_of_env = default_assignment(self.num_envs, self.num_variants, self.env_id_offset)
         else:
@@ -243,8 +247,9 @@ class Scene:
                     f"Scene.assignment has variant ids outside [0, {self.num_variants}) at envs "
                     f"{np.flatnonzero(bad)[:8].tolist()}"
                 )
-        if not isinstance(self.rne_post_constraint, (bool, np.bool_)):
-            raise ConfigError(f"Scene.rne_post_constraint must be True or False, got {self.rne_post_constraint!r}")
+        require_bool(self.rne_post_constraint, "Scene.rne_post_constraint")
+        if self.check_variant is not None and not callable(self.check_variant):
+            raise ConfigError(f"Scene.check_variant must be None or a callable (v, model), got {self.check_variant!r}")
         variant_of_env.setflags(write=False)
         object.__setattr__(self, "_variant_of_env", variant_of_env)
         object.__setattr__(self, "_compiled", {})

@@ -24,8 +24,8 @@ from typing import Any, cast
 import mujoco
 import numpy as np
 
-from mjvec.backends import _geometry as G
-from mjvec.backends import fields as F
+from mjvec.backends import _geometry as geometry_math
+from mjvec.backends import fields as backend_fields
 from mjvec.backends.base import (
     IDENTITY_FIELDS,
     RESET_INPUTS,
@@ -51,6 +51,7 @@ from mjvec.backends.groupviews import GroupViews
 from mjvec.backends.lifetime import Lifetime
 from mjvec.backends.variants import Routing, canonical_model, make_groups, model_arrays
 from mjvec.errors import ConfigError
+from mjvec.validate import require_int
 
 _MODEL_ONLY = frozenset(model_arrays()) - {"plugin"}  # 'plugin' names an MjData array too
 
@@ -70,7 +71,7 @@ class GroupedBackend(Lifetime):
         self._views = GroupViews(self._routing)
         self._field_versions: dict[str, int] = {}
         engine.build(self._groups, self._routing, self._model, self._views)
-        specs = F.field_specs(self._model, engine.field_dtype)
+        specs = backend_fields.field_specs(self._model, engine.field_dtype)
         self._capabilities = engine.capabilities(frozen_mapping(specs))
         self._defaults = {name: self._gather_field(name) for name in specs}
         for value in self._defaults.values():
@@ -138,7 +139,8 @@ class GroupedBackend(Lifetime):
 
     def _gather_field(self, name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         per_group = [self._rows(g, name) for g in range(len(self._groups))]
-        out = self._routing.gather(per_group, F.model_value(self._model, name), geom=entity_of_field(name) == "geom")
+        out = self._routing.gather(per_group, backend_fields.model_value(self._model, name),
+                                   geom=entity_of_field(name) == "geom")
         return out if env_ids is None else out[env_ids]
 
     def defaults(self, field_name: str) -> np.ndarray:
@@ -168,8 +170,8 @@ class GroupedBackend(Lifetime):
         for write, ids, values in checked:
             if write.field == "geom_size":
                 slots = np.arange(self._model.ngeom) if write.index is None else write.index
-                G.check_sizes(self._groups, self._routing.split(ids), lambda g: self._rows(g, "geom_type"), slots,
-                              values)
+                geometry_math.check_sizes(self._groups, self._routing.split(ids), lambda g: self._rows(g, "geom_type"),
+                                          slots, values)
         self._engine.check_writes(checked)
         return checked
 
@@ -254,8 +256,7 @@ class GroupedBackend(Lifetime):
         """Advance every env by `nstep` physics steps; the (num_envs,) bool mask of envs whose step
         failed (see the engine's backend class for where that mask lives and what a failed env keeps)."""
         self._check_open()
-        if isinstance(nstep, bool) or not isinstance(nstep, int) or nstep < 1:
-            raise ConfigError(f"nstep must be an int >= 1, got {nstep!r}")
+        nstep = require_int(nstep, "nstep", low=1)
         self._views.scatter_inputs()
         try:
             return self._engine.step(nstep)

@@ -6,12 +6,14 @@ memory too). Each backend's estimator lives with it (`cpu_bytes_per_env` here, t
 `mjvec.backends.warp.memory`, which measures mujoco_warp's own allocations); the registry picks it
 by name (`mjvec.backends.registry.estimate_backend_memory`).
 
-The model passed is a compiled variant of the scene; every part is computed from its sizes, so a
-scene whose variants differ in size is estimated from the largest the caller passes.
+The model passed is a compiled variant of the scene; every part is computed from its sizes. A scene
+whose variants differ in size is estimated once per `size_class` among its variants, and the largest
+taken item by item (`mjvec.envs.memory.VariantMemoryCheck`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -19,6 +21,7 @@ import mujoco
 import numpy as np
 
 from mjvec.backends.fields import field_specs
+from mjvec.backends.variants import layout_sizes
 from mjvec.errors import ConfigError
 
 # MjData fields every backend binds for the env base (state and inputs), besides what a task binds.
@@ -71,3 +74,17 @@ def cpu_bytes_per_env(model: mujoco.MjModel, bound_fields: Iterable[str] = ()) -
         "bound_fields": BOUND_COPIES * bound_field_bytes(model, (*BACKEND_BOUND_FIELDS, *bound_fields)),
         "model_fields": MODEL_FIELD_COPIES * writable_field_values(model) * _DOUBLE,
     })
+
+
+def size_class(model: mujoco.MjModel) -> bytes:
+    """A digest of what a backend's per-env estimate reads from a compiled variant: every size of
+    its layout (`variants.layout_sizes`: the assets' sizes left out, they are shared by a group, not
+    per env) and the model values mujoco_warp's default buffer sizes follow (geom types and
+    condims, joint limits, the friction cone). Variants of one class have one per-env estimate;
+    what an asset's size adds to mujoco_warp's contact scratch is left to its ALLOCATOR_MARGIN."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(str(layout_sizes(model)).encode())
+    for values in (model.geom_type, model.geom_condim, model.jnt_limited, np.array([int(model.opt.cone)])):
+        digest.update(np.ascontiguousarray(values, np.int64).tobytes())
+    return digest.digest()
+

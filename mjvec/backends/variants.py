@@ -7,14 +7,17 @@ Model) can run together:
 
 - Variants share a group iff they agree on everything the engine cannot hold per env: every size
   of the model (so the MjData layout), structure such as the bodies' collision BVH trees, and every
-  model array or option outside the engine's own list of per-env fields (`per_env`). Mesh data is
-  an asset and does not split a group.
+  model array or option outside the engine's own list of per-env fields (`per_env`). Mesh and
+  heightfield data are assets and do not split a group.
 - Within a group, the per-env fields whose compiled values differ between the variants are FOUND
   by comparing the compiled variants bit for bit (no hand-written list). Each env gets the rows of
   its own variant; a field equal in every variant stays in the template.
-- The template is the group's first variant compiled alone plus, in a mesh scene, the meshes of
-  the other variants, so that a per-env `geom_dataid` selects each env's own mesh. Every added mesh
-  is checked to compile to the same data as in its own variant.
+- The template is the group's first variant compiled alone plus the distinct meshes and
+  heightfields of the other variants, so that a per-env `geom_dataid` selects each env's own
+  (`mjvec.backends.pooled`). Every added asset is checked to compile to the same data as in its
+  own variant. Variants whose heightfields differ in data, grid shape (nrow, ncol) or size share a
+  group: the geom bounds and body BVH boxes that follow from a heightfield's size are per-env
+  fields of both engines.
 
 `Routing` maps a backend's local env ids to (group, row of the group) and gathers per-group
 arrays back into env order, geom-indexed fields in the canonical slot layout.
@@ -32,23 +35,17 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from mjvec.backends.base import Scene
+from mjvec.backends.pooled import ASSET_GEOM_TYPES, AssetPool
 from mjvec.errors import ConfigError
 
-# Model arrays that hold mesh assets or only locate names: shared, never per env, and allowed to
-# grow in a template that carries the meshes of several variants.
-_ASSET_PREFIXES = ("mesh_", "oct_", "name_")
+# Model arrays that hold mesh or heightfield assets or only locate names: shared, never per env,
+# and allowed to grow in a template that carries the assets of several variants.
+_ASSET_PREFIXES = ("mesh_", "oct_", "hfield_", "name_")
 _ASSET_ARRAYS = ("names", "names_map", "paths")
 # Size counters of those assets (and of the BVH, whose mesh rows are assets too).
-_ASSET_SIZES = ("nmesh", "noct", "nbvh", "nbuffer", "nnames", "npaths")
+_ASSET_SIZES = ("nmesh", "noct", "nhfield", "nbvh", "nbuffer", "nnames", "npaths")
 # BVH arrays: the bodies' rows come first, the meshes' rows (assets) follow.
 _BVH_FIELDS = ("bvh_aabb", "bvh_child", "bvh_depth", "bvh_nodeid")
-# MjsMesh attributes that define a mesh's compiled data.
-_MESH_ATTRS = (
-    "file", "content_type", "refpos", "refquat", "scale", "inertia", "smoothnormal", "maxhullvert",
-    "needsdf", "octree_maxdepth", "uservert", "usernormal", "usertexcoord", "userface", "userfacenormal",
-    "userfacetexcoord", "usernode", "usertet",
-)
-_MESH_GEOM_TYPES = (int(mujoco.mjtGeom.mjGEOM_MESH), int(mujoco.mjtGeom.mjGEOM_SDF))
 
 
 @functools.cache
@@ -80,6 +77,12 @@ def _keyed_fields(per_env: frozenset[str]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(n for n in sizes if not n.startswith(_ASSET_SIZES)), fields
 
 
+def layout_sizes(model: mujoco.MjModel) -> dict[str, int]:
+    """Every size counter of `model` except its assets' (meshes, heightfields, names, BVH nodes):
+    the sizes that variants of one group share, and that fix what an env allocates."""
+    return {name: int(getattr(model, name)) for name in _keyed_fields(frozenset())[0]}
+
+
 def field_value(model: mujoco.MjModel, name: str) -> np.ndarray:
     """An MjModel array or an 'opt.<name>' option as an array; BVH arrays cut to the bodies' rows."""
     if name.startswith("opt."):
@@ -94,22 +97,11 @@ def _is_asset(name: str) -> bool:
     return name.startswith(_ASSET_PREFIXES) or name in _ASSET_ARRAYS
 
 
-def _mesh_key(model: mujoco.MjModel, mesh: int) -> bytes:
-    """A digest of mesh `mesh`'s compiled vertices, faces and frame: equal digests, equal meshes."""
-    digest = hashlib.blake2b(digest_size=16)
-    for name in ("vert", "face"):
-        adr, num = int(getattr(model, f"mesh_{name}adr")[mesh]), int(getattr(model, f"mesh_{name}num")[mesh])
-        digest.update(np.ascontiguousarray(getattr(model, f"mesh_{name}")[adr : adr + num]).tobytes())
-    for name in ("mesh_pos", "mesh_quat", "mesh_scale"):
-        digest.update(np.ascontiguousarray(getattr(model, name)[mesh]).tobytes())
-    return digest.digest()
-
-
-def _mesh_dataids(model: mujoco.MjModel) -> np.ndarray:
-    """geom_dataid with mesh references and primitives' -1 both set to -2: which mesh a slot uses
-    (if any) is per env; only other assets (height fields) must be the same in a group."""
+def _asset_dataids(model: mujoco.MjModel) -> np.ndarray:
+    """geom_dataid with mesh and heightfield references and primitives' -1 all set to -2: which
+    asset a slot uses (if any) is per env (the slot's type stays in the key, as geom_type)."""
     ids = model.geom_dataid.copy()
-    ids[np.isin(model.geom_type, _MESH_GEOM_TYPES) | (ids < 0)] = -2
+    ids[np.isin(model.geom_type, ASSET_GEOM_TYPES) | (ids < 0)] = -2
     return ids
 
 
@@ -119,7 +111,7 @@ def structure_key(model: mujoco.MjModel, per_env: frozenset[str]) -> bytes:
     sizes, fields = _keyed_fields(per_env)
     digest.update(str([getattr(model, n) for n in sizes]).encode())
     digest.update(f"nbodybvh={int(model.body_bvhnum.sum())};".encode())
-    digest.update(_mesh_dataids(model).tobytes())
+    digest.update(_asset_dataids(model).tobytes())
     for name in fields:
         value = np.ascontiguousarray(field_value(model, name))
         digest.update(f"{name}{value.shape}".encode())
@@ -138,7 +130,7 @@ class VariantGroup:
     template: the model every env of the group runs on (see the module docstring).
     fields: name -> (V, *tail) per-variant rows of each per-env field whose compiled values differ
         between the variants ('opt.<name>' for options; BVH arrays hold the bodies' rows; geom_dataid
-        holds template mesh ids).
+        holds template mesh and heightfield ids).
     geom_map: canonical geom slot -> this group's geom id, -1 where the slot is absent (set by
         `make_groups`).
     """
@@ -177,8 +169,7 @@ class _GroupBuilder:
         self.reference = {n: v for n, v in self.reference.items() if v.size}
         self.reference_bytes = {n: v.tobytes() for n, v in self.reference.items()}
         self.rows: dict[str, list[np.ndarray]] = {}
-        self.mesh_of_key = {_mesh_key(model, k): k for k in range(model.nmesh)}
-        self.extra_meshes: list[tuple[str, dict]] = []  # (name in its variant, MjsMesh attributes)
+        self.assets = AssetPool(model)
         self.dataids = [model.geom_dataid.copy()]
 
     def add(self, variant: int, model: mujoco.MjModel, spec: mujoco.MjSpec) -> None:
@@ -190,64 +181,18 @@ class _GroupBuilder:
                 rows.append(np.array(value))
             elif value.tobytes() != ref:
                 self.rows[name] = [self.reference[name]] * count + [np.array(value)]
-        self.dataids.append(self._template_dataids(model, spec))
+        self.dataids.append(self.assets.template_dataids(model, spec))
         self.variants.append(variant)
-
-    def _template_dataids(self, model: mujoco.MjModel, spec: mujoco.MjSpec) -> np.ndarray:
-        """The variant's geom_dataid in template mesh ids; unseen meshes are queued for the template."""
-        ids = model.geom_dataid.copy()
-        for g in np.flatnonzero(np.isin(model.geom_type, _MESH_GEOM_TYPES) & (ids >= 0)):
-            mesh = int(ids[g])
-            key = _mesh_key(model, mesh)
-            if key not in self.mesh_of_key:
-                self.mesh_of_key[key] = self.first.nmesh + len(self.extra_meshes)
-                name = model.mesh(mesh).name
-                attrs = {a: _copy_attr(getattr(spec.mesh(name), a)) for a in _MESH_ATTRS}
-                self.extra_meshes.append((name, attrs))
-            ids[g] = self.mesh_of_key[key]
-        return ids
 
     def build(self, scene: Scene) -> VariantGroup:
         fields = {name: np.stack(rows) for name, rows in self.rows.items()}
         dataids = np.stack(self.dataids)
         if (dataids != dataids[0]).any():
             fields["geom_dataid"] = dataids
-        template = self.first if not self.extra_meshes else self._union_template(scene)
+        template = self.first
+        if self.assets.grown:
+            template = self.assets.union_template(scene.make_variant(self.variants[0]), self.variants)
         return VariantGroup(self.key, self.variants, template, fields)
-
-    def _union_template(self, scene: Scene) -> mujoco.MjModel:
-        """The first variant plus every other variant's distinct meshes, checked mesh by mesh."""
-        spec = scene.make_variant(self.variants[0])
-        taken = {m.name for m in spec.meshes}
-        names = []
-        for k, (name, attrs) in enumerate(self.extra_meshes):
-            new = f"{name}#{k}"
-            while new in taken:
-                new += "_"
-            mesh = spec.add_mesh(name=new)
-            for attr, value in attrs.items():
-                setattr(mesh, attr, value)
-            names.append(new)
-        template = spec.compile()
-        for k, name in enumerate(names):
-            mesh = template.mesh(name).id
-            if mesh != self.first.nmesh + k or not any(key == _mesh_key(template, mesh) and m == mesh
-                                                       for key, m in self.mesh_of_key.items()):
-                raise ConfigError(
-                    f"mesh {self.extra_meshes[k][0]!r} of a variant of group {self.variants[:4]} did not compile to "
-                    "the same data inside the group's template as in its own variant; this scene's meshes cannot "
-                    "be batched (each variant's mesh must be defined by its MjsMesh attributes alone)"
-                )
-        return template
-
-
-def _copy_attr(value: object) -> object:
-    """A copy that outlives its spec (MjsMesh vectors are views into the spec's memory)."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        return value
-    return list(value)  # type: ignore[call-overload]
 
 
 def make_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True) -> list[VariantGroup]:
@@ -255,13 +200,16 @@ def make_groups(scene: Scene, per_env: frozenset[str], *, progress: bool = True)
 
     per_env: the fields the engine can hold per env (MjModel array names and 'opt.<name>').
     Groups come sorted by their first env id; each has env_ids/rows set. Raises ConfigError when
-    variants disagree on the timestep (one control period serves every env).
+    variants disagree on the timestep (one control period serves every env); each compiled variant
+    is handed to `scene.check_variant` first (a memory check may refuse the scene there).
     """
     builders: dict[bytes, _GroupBuilder] = {}
     timestep = None
     used = [int(v) for v in scene.used_variants]
     for v in tqdm(used, desc=f"compiling {scene.name} variants", disable=not progress, leave=False):
         spec, model = scene.compile_variant(v)
+        if scene.check_variant is not None:
+            scene.check_variant(v, model)
         if timestep is None:
             timestep = model.opt.timestep
         elif model.opt.timestep != timestep:

@@ -2,6 +2,7 @@
 
     python -m mjvec list                                   # registered mjvec tasks
     python -m mjvec info CubeRotate-v0 [--json]            # spaces, variants, options, presets, backends
+    python -m mjvec info CubeRotate-v0 --contract          # its policy contract (docs/deploy.md)
     python -m mjvec rollout --num-envs 8 --steps 120 --grid out/grid.png --gif out/rollout.gif
     python -m mjvec rollout --checkpoint out/sb3_ppo/RUN/final_model.zip --gif out/policy.gif
     python -m mjvec eval --checkpoint out/ppo/checkpoint.pt --num-envs 128 --gif out/eval.gif
@@ -25,6 +26,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ import gymnasium as gym
 import numpy as np
 
 import mjvec
-from mjvec.backends.registry import backend_status
+from mjvec.backends.registry import BACKENDS, backend_status
 from mjvec.cli.options import TRUST_WARNING, mjvec_env_ids, parse_options, resolve_env_id
 from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError, MjvecError
@@ -90,6 +92,17 @@ def env_info(env_id: str, options: dict[str, Any]) -> dict[str, Any]:
     info["presets"] = sorted(task.presets)
     info["backends"] = backend_status()
     return info
+
+
+def contract_text_of(env_id: str, options: dict[str, Any]) -> str:
+    """The policy contract of `env_id` built with `options` (one env), as the JSON text exports write."""
+    from mjvec.integrations.policy_contract import contract_text, env_contract
+
+    env = gym.make_vec(resolve_env_id(env_id), num_envs=1, **options)
+    try:
+        return contract_text(env_contract(env))
+    finally:
+        env.close()
 
 
 def _chain(env: Any) -> list[Any]:
@@ -209,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option, e.g. num_tools=6 or randomization=none (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--contract", action="store_true",
+                   help="print the env's policy contract (docs/deploy.md) instead, as JSON")
     p = sub.add_parser("rollout", help="run a random or SB3-checkpoint policy; write a grid PNG and/or GIF",
                        description=ROLLOUT_HELP, **kw)
     p.add_argument("--env-id", default=ENV_ID, help="a registered env id, or module:Id-v0 (imports module)")
@@ -259,8 +274,16 @@ def _add_eval_parser(sub: Any, kw: dict[str, Any]) -> None:
     p.add_argument("--seed", type=_int_at_least(0), default=12345, help="reset seed")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="env option over the checkpoint's, e.g. randomization=none (repeatable)")
+    p.add_argument("--backend", default=None, choices=sorted(BACKENDS),
+                   help="the backend to evaluate on (default: the checkpoint's option, else cpu); a policy trained on "
+                        "one backend runs on the other")
+    p.add_argument("--device", default=None,
+                   help="where a device backend runs (warp: cuda:0 by default; cpu: warp's CPU device)")
+    p.add_argument("--allow-mismatch", action="store_true",
+                   help="run a policy whose contract differs from the env's (refused by default, naming the first "
+                        "difference)")
     p.add_argument("--export", default=None, metavar="PREFIX",
-                   help="also write PREFIX.onnx and PREFIX.pt (TorchScript)")
+                   help="also write PREFIX.onnx, PREFIX.pt (TorchScript) and PREFIX.contract.json")
     p.add_argument("--grid", default=None, help="PNG of the first --grid-envs envs at the last video step")
     p.add_argument("--gif", default=None, help="GIF of the first --grid-envs envs over --video-steps steps")
     p.add_argument("--grid-envs", type=_int_at_least(1), default=4, help="envs drawn in the grid and GIF")
@@ -305,6 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for env_id in mjvec_env_ids():
                 print(task_line(env_id))
             return 0
+        if args.command == "info" and args.contract:
+            print(contract_text_of(args.env_id, parse_options(args.option, "info")))
+            return 0
         if args.command == "info":
             info = env_info(args.env_id, parse_options(args.option, "info"))
             print(json.dumps(info, indent=2)) if args.json else _print_info(info)
@@ -320,8 +346,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "eval":
             from mjvec.cli.evaluate import format_summary, run_eval  # imports torch (and SB3, rsl_rl) lazily
+            from mjvec.integrations.contract_check import ContractWarning
 
-            summary = run_eval(args)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ContractWarning)
+                summary = run_eval(args)
+            for warning in caught:
+                if issubclass(warning.category, ContractWarning):
+                    print(f"warning: {warning.message}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
             print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
             return 0
         return bench(args)

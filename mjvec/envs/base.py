@@ -1,7 +1,43 @@
 """`MjVecEnv`: the generic batched MuJoCo env, a real `gymnasium.vector.VectorEnv`.
 
 A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_observe`,
-`_reset_envs`, optionally `_success`); the base does everything Gymnasium expects of a vector env:
+`_reset_envs`, optionally `_success`)::
+
+    import gymnasium as gym, mujoco, numpy as np
+    from mjvec.envs.base import MjVecEnv
+    from mjvec.envs.registry import register_task
+
+    XML = ('<mujoco><worldbody><body><joint name="x" type="slide"/><geom size=".1"/></body></worldbody>'
+           '<actuator><motor joint="x"/></actuator></mujoco>')
+
+    class Slide(MjVecEnv):                    # push a body along x to the origin
+        def __init__(self, backend, **options):   # options: make_vec's shared ones (autoreset_mode, ...)
+            super().__init__(backend, frame_skip=2, single_action_space=gym.spaces.Box(-1, 1, (1,)),
+                             single_observation_space=gym.spaces.Box(-np.inf, np.inf, (2,), np.float64), **options)
+        def _apply_action(self, actions):     # (N, 1), validated and clipped
+            self.backend.ctrl[:] = actions
+        def _observe(self):                   # (N, 2): a pure function of the state
+            return self.xp.concat([self.backend.qpos, self.backend.qvel], axis=1)
+        def _evaluate(self, active):          # after the physics: reward, terminated, truncated, info
+            dist = self.xp.abs(self.backend.qpos[:, 0])
+            return -dist, dist < 0.01, dist > 1.0, {}
+        def _reset_envs(self, rows):          # initial states of these envs, from their own streams
+            qpos = self.rng.uniform(rows, "reset/x", -0.5, 0.5, (1,))
+            self.backend.reset(rows.ids, qpos, np.zeros_like(qpos))
+
+    register_task("Slide-v0", env_class=Slide, variants=lambda o: (1, lambda v: mujoco.MjSpec.from_string(XML)))
+    obs, info = gym.make_vec("Slide-v0", num_envs=8).reset(seed=0)
+
+tests/third_task.py is a complete task, with options, presets and a device path. What a subclass
+may use besides the hooks: ``backend`` (`mjvec.backends.base.Backend`: its state views and
+``reset``), ``num_envs``, ``global_env_ids`` (N,) int64, ``rng`` (`EnvRandom`, the ONLY source of
+randomness), ``xp`` and ``arrays`` (`mjvec.envs.records.ArraySpace`: ``zeros``, ``asarray``,
+``all_rows``, ``device``, ``like``), ``slots`` (`mjvec.contract.HookSlots`: the named one-source
+hooks it declares for wrappers), ``lifecycle``, ``episode_steps``, ``frame_skip``, ``control_dt``,
+and the class attributes ``render_camera``, ``policy_layout`` / ``<key>_layout``.
+Everything else on the base is private.
+
+The base does everything Gymnasium expects of a vector env:
 
 - Spaces are ``batch_space`` of the single spaces; ``metadata`` (per instance) has ``render_modes``,
   ``render_fps`` (1 / control_dt) and ``autoreset_mode`` (an `AutoresetMode`).
@@ -70,6 +106,8 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
 - Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
+- ``deployment_spec()``: what a policy trained on the task needs outside mjvec (the policy
+  contract's task part, `mjvec.envs.deployment`); a task overrides it to declare its sources.
 - The vector-env interface RL libraries expect (`mjvec.vector_api`): ``autoreset_mode``,
   ``len(env)``, ``call``, ``get_attr``, ``set_attr``.
 - ``close()`` is idempotent; afterwards reset/step/render raise `ClosedError`.
@@ -77,9 +115,10 @@ A task subclasses it and implements five hooks (`_apply_action`, `_evaluate`, `_
   render_grid/close while another of them is running (from a second thread) raises
   `ConcurrentUseError` and changes nothing (a wrapper's close() included: it is refused before any
   hook is released); copies (``copy.copy``/``deepcopy``) are refused.
-- Interrupts (Ctrl-C): an interrupted call never leaves the env locked. A step() or reset()
-  interrupted part way leaves the envs' state unknown: step() and masked resets then raise
-  `ResetNeededError` until a full reset(); an interrupted close() is finished by calling close() again.
+- Interrupts (Ctrl-C): an interrupted call never leaves the env locked for its thread (Ctrl-C lands
+  in the main thread). A step() or reset() that a ``BaseException`` ended part way leaves the envs'
+  state unknown: step() and masked resets then raise `ResetNeededError` until a full reset(); an
+  interrupted close() is finished by calling close() again. A refused call is never taken for one.
 """
 
 from __future__ import annotations
@@ -94,27 +133,21 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from mjvec.backends.base import Backend
-from mjvec.contract import HookSlots, Lifecycle, ObsEvent, ObsTransform
-from mjvec.envs.arrays import resolve_output, to_numpy
-from mjvec.envs.autoreset import (
-    EpisodeStats,
-    check_env_args,
-    check_task_info,
-    masked_info,
-    parse_autoreset_mode,
-    parse_reset_options,
-    parse_seed,
-)
+from mjvec.contract import HookSlots, Lifecycle, ObsEvent
+from mjvec.envs.arguments import check_env_args, parse_autoreset_mode, parse_reset_options, parse_seed
 from mjvec.envs.camera_images import CameraImages
+from mjvec.envs.deployment import DeploymentMixin
 from mjvec.envs.guard import CallGuard, call_exclusive, exclusive, not_copyable
-from mjvec.envs.hooks import TransformHooksMixin
+from mjvec.envs.infos import check_task_info, masked_info
 from mjvec.envs.memory import MemoryNeeds
+from mjvec.envs.records import ActionSpec, ArraySpace, Episodes, Output
 from mjvec.envs.render import RenderMixin, VariantRenderer
 from mjvec.envs.stepping import StepMixin
+from mjvec.envs.transforms import TransformHooksMixin, Transforms
 from mjvec.errors import ClosedError, ConfigError, ResetNeededError
 from mjvec.rng import EnvRandom
 from mjvec.vector_api import VectorEnvAPI
-from mjvec.xp import Rows, is_numpy, namespace_of
+from mjvec.xp import Rows, copy_array
 
 __all__ = ["MjVecEnv", "ResetNeededError"]
 
@@ -124,14 +157,9 @@ RENDER_MODES = ("rgb_array",)
 MAX_GLOBAL_ID = 2**63 - 1  # global env ids are int64
 
 
-class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, VectorEnv):
-    """Base of every mjvec task (see the module docstring for the full contract).
-
-    Provided to subclasses: ``backend``, ``num_envs``, ``global_env_ids`` (N,) int64, ``rng``
-    (`EnvRandom`, the ONLY source of randomness), ``lifecycle``, ``frame_skip``, ``control_dt``
-    (frame_skip x model timestep). Subclasses may set the class attribute ``render_camera`` (a camera
-    name or id of the scene; -1 is MuJoCo's free camera).
-    """
+class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, VectorEnvAPI, VectorEnv):
+    """Base of every mjvec task (see the module docstring for the contract and what a subclass may
+    use). ``render_camera``: a camera name or id of the scene (-1 is MuJoCo's free camera)."""
 
     render_camera: str | int = -1
     camera_images: CameraImages | None = None
@@ -156,26 +184,14 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
                        record_episode_statistics, RENDER_MODES, max_episode_steps)
         mode = parse_autoreset_mode(autoreset_mode)
-        self._torch, self._device = resolve_output(array_backend, device, backend.capabilities.device)
-        self.array_backend = array_backend
-        self.device = self._device
-
-        self.backend = backend
-        self.num_envs = int(backend.num_envs)
-        last_id = int(backend.env_id_offset) + self.num_envs - 1
-        if last_id > MAX_GLOBAL_ID:
-            raise ConfigError(
-                f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
-                "lower env_id_offset or num_envs"
-            )
-        self.global_env_ids = int(backend.env_id_offset) + np.arange(self.num_envs, dtype=np.int64)
-        self.global_env_ids.setflags(write=False)
+        self.backend, self.num_envs = backend, int(backend.num_envs)
+        self.global_env_ids = global_env_ids(backend)
         # The task runs where the backend's state lives: numpy on the host, torch on a device.
-        like = backend.qpos
-        self.xp = namespace_of(like)
-        self._host = is_numpy(self.xp)
-        self._like = None if self._host else like
-        self.rng = EnvRandom(self.global_env_ids, None, like=self._like)
+        self.arrays = ArraySpace.of_state(backend.qpos, self.num_envs)
+        self.xp = self.arrays.xp
+        self.output = Output.resolve(array_backend, device, backend.capabilities.device, self.arrays.host)
+        self.array_backend, self.device = array_backend, self.output.device
+        self.rng = EnvRandom(self.global_env_ids, None, like=self.arrays.like)
         self.lifecycle = Lifecycle()
         self.frame_skip = int(frame_skip)
         self.control_dt = self.frame_skip * float(backend.model.opt.timestep)
@@ -183,44 +199,21 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         self.camera_images = None if camera_setup is None else CameraImages(backend, camera_setup)
         if self.camera_images is not None:
             single_observation_space = self.camera_images.space(single_observation_space)
-
-        self.single_observation_space = single_observation_space
-        self.single_action_space = single_action_space
+        self.single_observation_space, self.single_action_space = single_observation_space, single_action_space
         self.observation_space = batch_space(single_observation_space, self.num_envs)
         self.action_space = batch_space(single_action_space, self.num_envs)
-        self.metadata = {
-            "render_modes": list(RENDER_MODES),
-            "render_fps": 1.0 / self.control_dt,
-            "autoreset_mode": mode,
-        }
+        self.metadata = {"render_modes": list(RENDER_MODES), "render_fps": 1.0 / self.control_dt,
+                         "autoreset_mode": mode}
         self.render_mode = render_mode
-        self._renderer = (
-            VariantRenderer(backend, render_size, self.render_camera) if render_mode else None
-        )
-
-        self._action_shape = (self.num_envs, int(single_action_space.shape[0]))
-        self._action_low = self.asarray(np.asarray(single_action_space.low, np.float64), like.dtype)
-        self._action_high = self.asarray(np.asarray(single_action_space.high, np.float64), like.dtype)
-        self._record_stats = bool(record_episode_statistics)
-        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
-        self._episode_steps = self.zeros((), self.xp.int64)
-        self._stats = EpisodeStats.create(self.num_envs, self._like)
-        # NEXT_STEP: envs to autoreset at the next step. DISABLED: envs that must be reset first.
-        self._needs_reset = self.zeros((), self.xp.bool)
-        self._all_rows = Rows.all(self.num_envs, self._like)
-        # Its own all-False mask on a device (never aliased to a buffer that gets written).
-        self._no_rows = Rows.of_mask(self.zeros((), self.xp.bool)) if not self._host else Rows.of_ids([], self.num_envs)
+        self._renderer = VariantRenderer(backend, render_size, self.render_camera) if render_mode else None
+        self.action_spec = ActionSpec.of(single_action_space, self.arrays, backend.qpos.dtype)
+        self.episodes = Episodes.create(self.arrays, max_episode_steps, bool(record_episode_statistics))
+        self.max_episode_steps = self.episodes.max_steps
+        self.transforms = Transforms()
+        self.slots = HookSlots(type(self).__name__, self.rng)  # named one-source hooks wrappers fill
         self._has_reset = False
-        self._checked_obs = False
-        self._checked_info = False
+        self._checked: set[str] = set()  # the first observation and step result, checked once
         self._task_info: Mapping[str, Any] = {}
-        self._action_transforms: list[Callable[[np.ndarray], np.ndarray]] = []
-        self._obs_transforms: list[ObsTransform] = []
-        # Named one-source hooks a task declares (`HookSlots.declare`) and wrappers fill.
-        self._slots = HookSlots(type(self).__name__, self.rng)
-        # The last observation returned (numpy, kept only while observation transforms exist): the
-        # rows a partial reset returns for the envs it does not reset.
-        self._last_obs: Any = None
 
     # ---- hooks the task implements ---------------------------------------------------------
     def _apply_action(self, actions: Any) -> None:
@@ -280,25 +273,6 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         """(N,) bool success used by episode statistics; default: this step's info["success"]."""
         return self._task_info.get("success")
 
-    # ---- episode steps ---------------------------------------------------------------------
-    @property
-    def episode_steps(self) -> Any:
-        """(N,) int64, live (the state's namespace, not a copy): control steps of each env's current
-        episode, as the module docstring states. Writes into it are honoured at the next step."""
-        return self._episode_steps
-
-    @episode_steps.setter
-    def episode_steps(self, values: Any) -> None:
-        """Copy `values` ((N,) ints >= 0, numpy or torch) into the live counter (read back to the
-        host once to be checked when the state is on a device)."""
-        host = np.asarray(to_numpy(values))
-        if host.shape != (self.num_envs,) or host.dtype.kind not in "iu" or (host < 0).any():
-            raise ConfigError(
-                f"episode_steps must be {self.num_envs} ints >= 0 (one per env), got shape {host.shape} "
-                f"dtype {host.dtype}{' with negative values' if host.dtype.kind == 'i' and (host < 0).any() else ''}"
-            )
-        self._episode_steps[...] = self.asarray(host.astype(np.int64))
-
     # ---- Gymnasium API ---------------------------------------------------------------------
     @exclusive
     def reset(self, *, seed: Any = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -325,15 +299,15 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         elif seed is not None:
             self.rng.seed([seed[i] for i in ids], env_ids=ids)
         self.lifecycle.fire_startup()
-        rows = self._all_rows if mask is None else self._rows_of_host_mask(mask)
+        rows = self.arrays.all_rows if mask is None else self.arrays.rows_of_host_mask(mask)
         self._reset_rows(rows)
         self._has_reset = True
-        obs = self._transform_obs(self._task_obs(), ObsEvent(False, rows), previous=self._last_obs)
+        obs = self._observation(self._task_obs(), ObsEvent(False, rows), previous=self.transforms.last_obs)
         info = self._reset_info(rows)
         check_task_info(info, self.num_envs, f"{type(self).__name__}._reset_info")
         if mask is None:
             self._guard.clear_interrupted()  # every env was reset: the state is consistent again
-        return self._finish_obs(obs), self._host_info(masked_info(info, rows.mask))
+        return self._finish_obs(obs), self.output.info(masked_info(info, rows.mask))
 
     def _task_obs(self) -> Any:
         """The task's `_observe`, with the random streams refusing draws."""
@@ -349,22 +323,15 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
     @property
     def all_rows(self) -> Rows:
         """The `mjvec.xp.Rows` of every env (a dense mask on a device, all ids on the host)."""
-        return self._all_rows
+        return self.arrays.all_rows
 
-    @property
-    def observation_layouts(self) -> dict[str | None, tuple[tuple[str, int], ...]]:
-        """The named blocks of the observation, per key (None: a Box observation), from the task's
-        class attributes: ``policy_layout`` for a Box observation, and ``<key>_layout`` for each key
-        of a Dict one (``policy_layout``, ``critic_layout``, ...). Observation noise addresses blocks
-        through it (`mjvec.contract.ObservationLayoutHooks`)."""
-        space = self.single_observation_space
-        if isinstance(space, gym.spaces.Dict):
-            return {key: getattr(self, f"{key}_layout") for key in space.spaces if hasattr(self, f"{key}_layout")}
-        return {None: self.policy_layout} if hasattr(self, "policy_layout") else {}
+    def zeros(self, tail: tuple[int, ...], dtype: Any) -> Any:
+        """A (num_envs, *tail) zero array in the state's namespace and device (`ArraySpace.zeros`)."""
+        return self.arrays.zeros(tail, dtype)
 
-    def _rows_of_host_mask(self, mask: np.ndarray) -> Rows:
-        """The envs of a host bool mask, as this env's rows (a device mask for device state)."""
-        return Rows.of_mask(mask if self._host else self.asarray(mask, self.xp.bool))
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """`value` (host data) as an array in the state's namespace and device (`ArraySpace.asarray`)."""
+        return self.arrays.asarray(value, dtype)
 
     @exclusive
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -373,13 +340,13 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         if not self._has_reset:
             raise ResetNeededError("call reset() before step()")
         self._check_not_interrupted("step()")
-        actions, bad = self._check_actions(actions)
+        actions, bad = self.action_spec.check(actions)
         mode = self.autoreset_mode
         if mode is AutoresetMode.DISABLED:
             self._refuse_done_envs()
-        for transform in self._action_transforms:
-            actions = transform(actions)
-        pending = self._needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
+        pending = self.episodes.needs_reset if mode is AutoresetMode.NEXT_STEP else self.zeros((), self.xp.bool)
+        self.episodes.autoresetting = copy_array(pending)  # pending itself is cleared as those envs reset
+        actions = self.transforms.on_actions(actions)
 
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.
@@ -392,11 +359,12 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         active = ~pending & ~failed
         rewards, terminated, truncated, info = self._evaluate_step(active, failed)
         done = terminated | truncated
-        if self._record_stats:
-            episode = self._stats.record(~pending, rewards, done, self._success() if self._maybe(done) else None)
+        stats = self.episodes.stats
+        if stats is not None:
+            episode = stats.record(~pending, rewards, done, self._success() if self.arrays.maybe(done) else None)
             if episode is not None:
                 info["episode"], info["_episode"] = episode, self.xp.asarray(done, copy=True)
-        if self._host and failed.any():
+        if self.arrays.host and failed.any():
             ids = np.flatnonzero(failed)
             log.warning(
                 "simulation error in envs %s (global ids %s): reset them and returned truncated=True",
@@ -405,8 +373,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
         obs = self._same_step_obs(done, info) if mode is AutoresetMode.SAME_STEP else self._reset_then_observe(
             pending | failed if mode is AutoresetMode.NEXT_STEP else failed, done & ~failed, info
         )
-        return (self._finish_obs(obs), self._out(rewards), self._out(terminated), self._out(truncated),
-                self._host_info(info))
+        return (self._finish_obs(obs), self.output(rewards), self.output(terminated), self.output(truncated),
+                self.output.info(info))
 
     # ---- lifetime --------------------------------------------------------------------------
     @exclusive
@@ -457,3 +425,17 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, VectorEnvAPI, Vector
 
     def __deepcopy__(self, memo: dict) -> MjVecEnv:
         raise not_copyable(self)
+
+
+def global_env_ids(backend: Backend) -> np.ndarray:
+    """(num_envs,) int64, read-only: env_id_offset + i, refused when the last id exceeds int64."""
+    num_envs = int(backend.num_envs)
+    last_id = int(backend.env_id_offset) + num_envs - 1
+    if last_id > MAX_GLOBAL_ID:
+        raise ConfigError(
+            f"global env ids env_id_offset + num_envs - 1 = {last_id} exceed 2**63 - 1 (they are int64); "
+            "lower env_id_offset or num_envs"
+        )
+    ids = int(backend.env_id_offset) + np.arange(num_envs, dtype=np.int64)
+    ids.setflags(write=False)
+    return ids

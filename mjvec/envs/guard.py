@@ -13,12 +13,25 @@ silently interleaving two calls on the same simulations:
 - `not_copyable`: the error ``copy.copy`` / ``copy.deepcopy`` raise (a copy would share the
   simulations, and closing either would free them for both).
 
-Interrupts (Ctrl-C's ``KeyboardInterrupt``) may land between any two bytecodes, the guard's own
-included, so no claim is trusted to be released: a claim records its call, thread and the frame of
-the guarded call, and a claim whose frame is no longer on its thread's stack (or whose thread has
-ended) is stale and is taken over by the next call. The guard also remembers a call whose body
-started and did not finish (it neither returned nor raised an ``Exception``): `CallGuard.interrupted`
-names it, so the env can refuse to go on from a state it cannot vouch for and say how to recover.
+Ownership is exact, whatever the interleaving: a claim is the call's own (name, thread, serial)
+tuple, only the call that made it releases it (in a ``finally``, also when an exception such as
+Ctrl-C's ``KeyboardInterrupt`` ends it), and a call never replaces a claim of another live thread.
+No call inspects another thread's stack (that raced a claim released and made again in between).
+
+Interrupts may still land between any two bytecodes, the guard's own included, so a claim may be
+left behind by its own thread (an interrupt after the claim and before the ``finally`` that drops
+it). Such a claim is taken over by the next call from the same thread (its claiming frame is no
+longer on that thread's own stack: the only stack a call inspects) or from any thread once the
+owner has ended. ``KeyboardInterrupt`` from Ctrl-C is raised only in the main thread, so the
+documented recovery (the next call, from the thread that was interrupted) always finds the env
+unlocked. And a real Ctrl-C leaves no claim behind at all: CPython raises it only at certain
+bytecodes (after a call, at a backward jump), the claim is made inside the ``try`` whose ``finally``
+drops it, and that release has no such bytecode between its test and its delete.
+
+A call whose body started and did not finish (it neither returned nor raised an ``Exception``: a
+``BaseException`` ended it in its own thread) is remembered by the next call to claim the env:
+`CallGuard.interrupted` names it, so the env can refuse to go on from a state it cannot vouch for
+and say how to recover. Only the claim's owner writes that record, so a refused call never changes it.
 """
 
 from __future__ import annotations
@@ -33,9 +46,8 @@ from typing import Any
 from mjvec.errors import ConcurrentUseError, NotCopyableError
 
 _KEY = "call"
-# (call name, thread, id of the claiming frame, serial): the serial makes every claim unequal to
-# every other, although a frame's id is soon reused.
-Claim = tuple[str, threading.Thread, int, int]
+# (call name, thread, serial): the serial makes every claim unequal to every other (a "taken" key).
+Claim = tuple[str, threading.Thread, int]
 _SERIAL = itertools.count()
 NESTED = None  # what `CallGuard.take_over` returns for a close() inside a running close()
 
@@ -45,51 +57,58 @@ class CallGuard:
 
     interrupted: the name of the last call among `stateful` that was interrupted part way ("step",
         "reset" or "close"), or None; the env reads it and clears it once it is consistent again
-        (`clear_interrupted`).
+        (`clear_interrupted`), under its claim.
     """
 
     stateful = frozenset({"step", "reset", "close"})
 
     def __init__(self) -> None:
         self._claims: dict[Any, Claim] = {}  # _KEY: the claim; ("taken", claim): who replaces it
-        self._pending: str | None = None  # the call whose body is running (or was interrupted)
+        self._pending: str | None = None  # the claim owner's call whose body runs (or was interrupted)
         self.interrupted: str | None = None
 
-    def take_over(self, env: Any, me: Claim, frame: Any) -> Claim | None:
-        """`call_exclusive`'s path when the env is already claimed: take over a stale claim (its call is
-        no longer running) and return `me`, return `NESTED` for a close() inside this thread's running
-        close(), or raise `ConcurrentUseError` naming the running call."""
-        name = me[0]
+    def take_over(self, env: Any, me: Claim) -> Claim | None:
+        """`call_exclusive`'s path when the env is already claimed: take over a claim left behind
+        (see the module docstring) and return `me`, return `NESTED` for a close() inside this
+        thread's running close(), or raise `ConcurrentUseError` naming the running call."""
         for _ in range(8):  # a claim released or taken over in between: look again
             held = self._claims.setdefault(_KEY, me)
             if held is me:
                 break
-            if self._running(held, env, frame):
-                if name == "close" and held[0] == "close" and held[1] is me[1]:
-                    return NESTED
-                raise _concurrent_use(env, name, held)
-            if self._replace(held, me, env, frame):
+            if held[1] is me[1]:  # this thread's own claim: is its call still on this stack?
+                if _on_own_stack(held):
+                    if me[0] == "close" and held[0] == "close":
+                        return NESTED
+                    raise _concurrent_use(env, me[0], held)
+                # Left by an interrupt of this thread: no other thread changes a claim of a live one.
+                self._claims[_KEY] = me
+                break
+            if held[1].is_alive():
+                raise _concurrent_use(env, me[0], held)
+            # Its thread has ended: if the slot still holds the claim now, it was left behind (an
+            # ended thread releases nothing more); else it was released before the thread ended.
+            if self._claims.get(_KEY) is held and self._replace_ended(held, me, env):
                 break
         else:
-            raise _concurrent_use(env, name, self._claims.get(_KEY))
+            raise _concurrent_use(env, me[0], self._claims.get(_KEY))
         self._note_interrupted()
         return me
 
-    def _replace(self, held: Claim, me: Claim, env: Any, frame: Any) -> bool:
-        """Put `me` in the slot in place of the stale claim `held`; False if the slot no longer holds
-        `held` (look again). There is no lock to leave held: the one caller that may replace `held` is
-        the first whose ``setdefault(("taken", held), me)`` stores `me` (atomic). If that winner is no
-        longer running either (interrupted in between), the right passes, the same way, to the first
-        to take it from the winner, and so on. Once the slot holds a stale claim only that chain can
-        change it, so the final assignment needs no check. The "taken" entries stay (a few tuples per
-        interrupted call): removing one could let a late caller win it again."""
+    def _replace_ended(self, held: Claim, me: Claim, env: Any) -> bool:
+        """Put `me` in the slot in place of `held`, a claim left behind by a thread that has ended
+        (the slot held it after that); False if the slot no longer holds `held` (look again). The
+        one caller that may replace `held` is the first whose ``setdefault(("taken", held), me)``
+        stores `me` (atomic); if that winner's thread ended too before it replaced it, the right
+        passes the same way to the first to take it from the winner. A live winner is running (or
+        about to run): refuse. The "taken" entries stay (one per claim so left): removing one could
+        let a late caller win it again."""
         target = held
         while True:
             winner = self._claims.setdefault(("taken", target), me)
             if winner is me:
                 self._claims[_KEY] = me
                 return True
-            if self._running(winner, env, frame):
+            if winner[1].is_alive():
                 raise _concurrent_use(env, me[0], winner)
             if self._claims.get(_KEY) is not held:
                 return False
@@ -100,7 +119,7 @@ class CallGuard:
         self.interrupted = None
 
     def _note_interrupted(self) -> None:
-        """A body that started and never finished was interrupted: remember it if it was stateful (a
+        """The last owner's body started and never finished: remember it if it was stateful (a
         close() over all). `interrupted` is set before `_pending` is cleared, so an interrupt in
         between only notes it twice."""
         pending = self._pending
@@ -108,49 +127,50 @@ class CallGuard:
             self.interrupted = pending
         self._pending = None
 
-    @staticmethod
-    def _running(claim: Claim, env: Any, claimer: Any) -> bool:
-        """Whether the call that made `claim` on `env` is still running: a `call_exclusive` frame of
-        `env` with its id is on its thread's stack. (A freed frame's id is soon reused, by the
-        `claimer`'s own frame first of all, so the id alone is not enough.)"""
-        _, thread, frame_id, _ = claim
-        if not thread.is_alive():
-            return False
-        frame = sys._getframe() if thread is threading.current_thread() else sys._current_frames().get(thread.ident)
-        while frame is not None:
-            if (id(frame) == frame_id and frame is not claimer and frame.f_code is _GUARDED_CODE
-                    and frame.f_locals.get("env") is env):
-                return True
-            frame = frame.f_back
-        return False
+
+def _on_own_stack(claim: Claim) -> bool:
+    """Whether the `call_exclusive` frame that made `claim` is on the calling thread's own stack
+    (the claim is that frame's local ``me``: identity, not a frame id that is soon reused)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _GUARDED_CODE and frame.f_locals.get("me") is claim:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def call_exclusive(env: Any, name: str, fn: Callable, /, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` as `env`'s call `name`, holding its guard (``env._guard``, a
     `CallGuard`); raises `ConcurrentUseError` if another call holds it.
 
-    The uncontended path is inlined (one ``setdefault``, two attribute writes, one ``get`` and
-    ``pop``): it runs on every step, so it calls no other Python function."""
+    The uncontended path is inlined (one ``setdefault``, two attribute writes, a lookup and a
+    delete): it runs on every step, so it calls no other Python function. The claim is made inside
+    the one ``try`` so that an interrupt right after it still reaches the ``finally`` that drops it."""
     guard = env._guard
     claims = guard._claims
-    me = (name, threading.current_thread(), id(sys._getframe()), next(_SERIAL))
-    if claims.setdefault(_KEY, me) is not me:
-        me = guard.take_over(env, me, sys._getframe())
-        if me is NESTED:
-            return fn(*args, **kwargs)
-    elif guard._pending is not None:
-        guard._note_interrupted()
+    me = (name, threading.current_thread(), next(_SERIAL))
     try:
+        if claims.setdefault(_KEY, me) is not me:
+            if guard.take_over(env, me) is NESTED:
+                return fn(*args, **kwargs)
+        elif guard._pending is not None:
+            guard._note_interrupted()
         guard._pending = name
         result = fn(*args, **kwargs)
         guard._pending = None
         return result
     except Exception:
-        guard._pending = None  # a refused or failed call: its own error says what happened
+        if claims.get(_KEY) is me:  # a failed call: its own error says what happened
+            guard._pending = None  # (a refused call owns nothing and touches nothing)
         raise
     finally:
-        if claims.get(_KEY) is me:
-            claims.pop(_KEY, None)
+        # No call between the test and the delete: CPython handles a signal (Ctrl-C) only after a
+        # call or at a backward jump. (Once the slot holds `me`, only this call changes it.)
+        try:
+            if claims[_KEY] is me:
+                del claims[_KEY]
+        except KeyError:  # not claimed (a refused call, a nested close)
+            pass
 
 
 _GUARDED_CODE = call_exclusive.__code__  # the frame every claim is made from

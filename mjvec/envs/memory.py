@@ -12,13 +12,18 @@ memory of warp's "cpu" device is host memory and is checked as such):
   (`mjvec.envs.cameras.CameraSetup.bytes_per_env`), beside the task's (their rangefinders'
   sensordata row is a bound field of the backend's);
 - ``wrappers``: the randomization wrappers' per-env state, as each wrapper reports it
-  (`HookWrapper.per_env_bytes`); checked once they are built, before their state is allocated (at
-  the first reset), against what is left then.
+  (`HookWrapper.per_env_bytes`); once they are built, before their state is allocated (at the first
+  reset), the whole estimate is checked again, wrappers included, against the memory that was
+  available before the build (`Available`: the backend allocates part of its share lazily, at the
+  first reset, so what is left after the build would over-state the room).
 
-The model estimated from is the first variant in use (compiled once: the backend reuses it). What
-does not scale with num_envs (compiled variants, thread-local MjData, captured graphs, Python
-objects) is not counted: this estimate exists to refuse a configuration that cannot fit, before it
-starts allocating, not to predict RSS to the byte.
+A scene's variants may differ in size (a tool with more geoms): the estimate is taken over every
+`size_class` among the variants in use, item by item the largest (`largest`), so it bounds any mix.
+`VariantMemoryCheck` does that while the backend compiles the variants (each is compiled once, and
+the check runs before the backend allocates anything per env). What does not scale with num_envs
+(compiled variants, thread-local MjData, captured graphs, Python objects) is not counted: this
+estimate exists to refuse a configuration that cannot fit, before it starts allocating, not to
+predict RSS to the byte.
 
 `check_fits` compares an estimate with `available_bytes()` (the kernel's MemAvailable, capped by the
 process's cgroup memory limit where one is set) and, for a GPU, with its free memory, and raises
@@ -28,12 +33,16 @@ process's cgroup memory limit where one is set) and, for a GPU, with its free me
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mjvec.backends.memory import BackendMemory, bound_field_bytes  # noqa: F401  (bound_field_bytes: public here)
+import mujoco
+import numpy as np
+
+from mjvec.backends.memory import BackendMemory, bound_field_bytes, size_class  # noqa: F401  (bound_field_bytes: public here)
 from mjvec.errors import ConfigError
+from mjvec.validate import require_int
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,7 @@ class MemoryNeeds:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bound_fields", tuple(self.bound_fields))
-        if isinstance(self.bytes_per_env, bool) or not isinstance(self.bytes_per_env, int) or self.bytes_per_env < 0:
-            raise ConfigError(f"MemoryNeeds.bytes_per_env must be an int >= 0, got {self.bytes_per_env!r}")
+        object.__setattr__(self, "bytes_per_env", require_int(self.bytes_per_env, "MemoryNeeds.bytes_per_env", low=0))
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,25 @@ class MemoryEstimate:
     def total_bytes(self) -> int:
         return self.num_envs * self.per_env_bytes
 
+    def with_host_item(self, name: str, per_env: int) -> MemoryEstimate:
+        """This estimate plus a host item `name` of `per_env` bytes per env."""
+        return MemoryEstimate(self.num_envs, {**self.per_env, name: int(per_env)}, self.device_per_env, self.device)
+
+
+@dataclass(frozen=True)
+class Available:
+    """Memory available to a configuration, measured once (before its build): host bytes and the
+    free bytes of its GPU (None where unknown or not checked)."""
+
+    host: int | None
+    device: int | None
+
+    @classmethod
+    def now(cls, estimate: MemoryEstimate) -> Available:
+        """`available_bytes()`, and the free memory of `estimate`'s GPU where it has device items."""
+        device = device_available_bytes(str(estimate.device)) if estimate.device_per_env_bytes else None
+        return cls(available_bytes(), device)
+
 
 def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env: int = 0,
                     task_on_device: bool = False, extra: Mapping[str, int] | None = None) -> MemoryEstimate:
@@ -92,6 +119,63 @@ def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env
     task_side["task"] = int(task_bytes_per_env)
     task_side.update({name: int(value) for name, value in (extra or {}).items()})
     return MemoryEstimate(int(num_envs), host, device, backend.device_name)
+
+
+def used_variants(num_envs: int, num_variants: int, env_id_offset: int = 0) -> np.ndarray:
+    """Sorted ids of the variants that envs ``env_id_offset + i`` (i < num_envs) use under the default
+    assignment ``(env_id_offset + i) % num_variants``, in memory of at most num_variants ids (an
+    absurd num_envs costs nothing here)."""
+    if num_envs >= num_variants:
+        return np.arange(num_variants, dtype=np.int64)
+    return np.unique((env_id_offset + np.arange(num_envs, dtype=np.int64)) % num_variants)
+
+
+def largest(estimates: Sequence[MemoryEstimate]) -> MemoryEstimate:
+    """Item by item the largest of `estimates` (of one num_envs and device, over different variants):
+    a bound of the memory of any mix of those variants."""
+    if not estimates:
+        raise ConfigError("largest() needs at least one MemoryEstimate")
+    host: dict[str, int] = {}
+    device: dict[str, int] = {}
+    for estimate in estimates:
+        for merged, items in ((host, estimate.per_env), (device, estimate.device_per_env)):
+            for name, value in items.items():
+                merged[name] = max(merged.get(name, 0), int(value))
+    return MemoryEstimate(estimates[0].num_envs, host, device, estimates[0].device)
+
+
+class VariantMemoryCheck:
+    """The memory check of a scene whose variants may differ in size, variant by variant.
+
+    Called with each variant's compiled model (`Scene.check_variant`: the backend calls it as it
+    compiles the variants, before it allocates anything per env; the caller once before that with
+    the first, so an absurd num_envs is refused before even the scene's assignment exists). A model
+    of a `size_class` not seen yet is estimated (`estimate(model)`), and the largest estimate so far
+    (`largest`) is checked (`check_fits` against `available` / `device_available`, default: what is
+    free now), unless refuse=False: a ConfigError then names num_envs, the estimate and what is
+    available. `estimate` holds that largest estimate (None before the first call).
+    """
+
+    def __init__(self, estimate: Callable[[mujoco.MjModel], MemoryEstimate], *, refuse: bool = True,
+                 available: int | None = None, device_available: int | None = None) -> None:
+        self._estimate, self._refuse = estimate, refuse
+        self._available, self._device_available = available, device_available
+        self._classes: dict[bytes, MemoryEstimate] = {}
+        self.estimate: MemoryEstimate | None = None
+
+    def __call__(self, variant: int, model: mujoco.MjModel) -> None:
+        key = size_class(model)
+        if key in self._classes:
+            return
+        self._classes[key] = self._estimate(model)
+        self.estimate = largest(list(self._classes.values()))
+        if self._refuse:
+            check_fits(self.estimate, self._available, self._device_available)
+
+    @property
+    def num_classes(self) -> int:
+        """How many size classes were estimated so far."""
+        return len(self._classes)
 
 
 def available_bytes() -> int | None:

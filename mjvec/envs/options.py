@@ -7,7 +7,7 @@ calling this one's `__post_init__`; `mjvec.envs.registry.register_task` takes it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -15,12 +15,13 @@ import numpy as np
 
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.registry import backend_entry, check_backend_options, native_namespace
+from mjvec.envs.arguments import parse_autoreset_mode
 from mjvec.envs.arrays import ARRAY_BACKENDS
-from mjvec.envs.autoreset import parse_autoreset_mode
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
 from mjvec.envs.cameras import CameraObs, parse_camera_options
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm, check_randomization
+from mjvec.validate import require_int
 
 
 @dataclass(frozen=True)
@@ -92,10 +93,8 @@ class TaskOptions:
             randomization = tuple(randomization)
         object.__setattr__(self, "randomization", randomization)
         backend_entry(self.backend)
-        if self.num_threads is not None and (not is_int(self.num_threads) or self.num_threads < 1):
-            raise ConfigError(f"num_threads must be None or an int >= 1, got {self.num_threads!r}")
-        if self.max_episode_steps is not None and (not is_int(self.max_episode_steps) or self.max_episode_steps < 1):
-            raise ConfigError(f"max_episode_steps must be None or an int >= 1, got {self.max_episode_steps!r}")
+        require_int(self.num_threads, "num_threads", low=1, optional=True)
+        require_int(self.max_episode_steps, "max_episode_steps", low=1, optional=True)
         if not is_int(self.env_id_offset) or not 0 <= self.env_id_offset <= MAX_GLOBAL_ID:
             raise ConfigError(
                 f"env_id_offset must be an int >= 0 and at most 2**63 - 1 (global env ids are int64), "
@@ -108,9 +107,7 @@ class TaskOptions:
         check_deterministic(self.deterministic)
         for label in ("nconmax", "njmax"):
             value = getattr(self, label)
-            if value is not None and (not is_int(value) or value < 1):
-                raise ConfigError(f"{label} must be None or an int >= 1, got {value!r}")
-            object.__setattr__(self, label, None if value is None else int(value))
+            object.__setattr__(self, label, require_int(value, label, low=1, optional=True))
         if self.nconmax is not None or self.njmax is not None:
             check_backend_options(self.backend, nconmax=self.nconmax, njmax=self.njmax)
         parse_autoreset_mode(self.autoreset_mode)
@@ -131,6 +128,11 @@ class TaskOptions:
                 f"task_namespace must be None (where the backend keeps its state) or 'numpy' (on the host), "
                 f"got {self.task_namespace!r}"
             )
+
+    def effective_values(self) -> dict[str, Any]:
+        """Every option's value as the task runs with it (the policy contract records these). Default:
+        the fields as set; a task whose None means "the task's default" fills that in (a config)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def env_options(self, backend: Any) -> dict[str, Any]:
         """The `MjVecEnv` keyword arguments these options set, for an env over `backend`."""

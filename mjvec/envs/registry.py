@@ -136,10 +136,12 @@ class Task:
         """Build `num_envs` envs of this task (its vector entry point), wrapped with the requested
         randomization. Keyword options: the fields of the task's options class.
 
-        Before anything proportional to num_envs is allocated, the first variant in use is compiled
-        (once: the backend reuses it) and the memory the backend and the task need is estimated and
-        checked (`mjvec.envs.memory`); once the wrappers are built, their per-env state is checked
-        against what is left, before they allocate it.
+        Before anything proportional to num_envs is allocated, the memory the backend and the task
+        need is estimated and checked (`mjvec.envs.memory`) against the memory available before the
+        build: over the first variant in use, then over the largest of the variants as the backend
+        compiles them (each once), before it allocates; once the wrappers are built, and before they
+        allocate their per-env state, the whole estimate (backend, task and wrappers) is checked
+        against that same available memory.
         """
         if not is_int(num_envs) or num_envs < 1:
             raise ConfigError(f"num_envs must be an int >= 1, got {num_envs!r}")
@@ -155,9 +157,15 @@ class Task:
         first = opts.env_id_offset % num_variants
         spec = make_variant(first)
         model = spec.compile()
-        memory.check_fits(self._estimate(num_envs, opts, model, request, host))
+        def estimate(variant: mujoco.MjModel) -> memory.MemoryEstimate:
+            return self._estimate(num_envs, opts, [variant], request, host)
+
+        available = memory.Available.now(estimate(model))  # before the build allocates (lazily, in part)
+        check = memory.VariantMemoryCheck(estimate, available=available.host, device_available=available.device)
+        check(first, model)
         scene = Scene(num_variants=num_variants, make_variant=make_variant, num_envs=num_envs,
-                      env_id_offset=opts.env_id_offset, name=self.env_id, **self.env_class.scene_options(opts))
+                      env_id_offset=opts.env_id_offset, name=self.env_id, check_variant=check,
+                      **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = request.build(scene)
         setup = self.cameras(opts)
@@ -172,7 +180,8 @@ class Task:
                 wrapped = self.presets[opts.randomization](env)
             else:
                 wrapped = apply_randomization(env, opts.randomization)
-            memory.check_fits(memory.MemoryEstimate(num_envs, {"wrappers": wrapper_bytes_per_env(wrapped)}))
+            total = check.estimate.with_host_item("wrappers", wrapper_bytes_per_env(wrapped))
+            memory.check_fits(total, available.host, available.device)
             return wrapped
         except Exception:
             env.close()  # frees the backend too
@@ -207,26 +216,34 @@ class Task:
             kwargs.pop(name, None)
         return SingleEnv(self.make_vec(1, autoreset_mode="disabled", array_backend="numpy", **kwargs))
 
-    def estimate_memory(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel | None = None
-                        ) -> memory.MemoryEstimate:
-        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts` over compiled variant
-        `model` (None: the first variant in use), before anything is built: the backend's own per-env
-        bytes (its estimator, `mjvec.backends.registry.BackendRequest.estimate_memory`) and what the env class
-        declares (`MjVecEnv.memory_needs`)."""
-        if model is None:
+    def estimate_memory(self, num_envs: int, opts: TaskOptions,
+                        models: mujoco.MjModel | Sequence[mujoco.MjModel] | None = None) -> memory.MemoryEstimate:
+        """The `mjvec.envs.memory` estimate of `num_envs` envs with `opts`, before anything is built:
+        the backend's own per-env bytes (its estimator, `BackendRequest.estimate_memory`) and what the
+        env class declares (`MjVecEnv.memory_needs`), item by item the largest over the compiled
+        variants `models` (None: every variant num_envs envs use, compiled here and estimated once per
+        `size_class`)."""
+        request, host = self.placement(opts)
+        if models is None:
             num_variants, make_variant = self.checked_variants(opts)
-            model = make_variant(opts.env_id_offset % num_variants).compile()
-        return self._estimate(num_envs, opts, model, *self.placement(opts))
+            check = memory.VariantMemoryCheck(lambda variant: self._estimate(num_envs, opts, [variant], request, host),
+                                              refuse=False)
+            for v in memory.used_variants(num_envs, num_variants, opts.env_id_offset):
+                check(int(v), make_variant(int(v)).compile())
+            return check.estimate  # type: ignore[return-value]
+        return self._estimate(num_envs, opts, [models] if isinstance(models, mujoco.MjModel) else models,
+                              request, host)
 
-    def _estimate(self, num_envs: int, opts: TaskOptions, model: mujoco.MjModel, request: BackendRequest,
+    def _estimate(self, num_envs: int, opts: TaskOptions, models: Sequence[mujoco.MjModel], request: BackendRequest,
                   host: bool) -> memory.MemoryEstimate:
         needs = self.env_class.memory_needs(opts)
         setup = self.cameras(opts)
         bound = needs.bound_fields + (() if setup is None else setup.bound_fields)
-        backend = request.estimate_memory(model, bound)
         images = {} if setup is None else {"images": setup.bytes_per_env()}
-        return memory.estimate_memory(num_envs, backend, task_bytes_per_env=needs.bytes_per_env,
-                                      task_on_device=not host, extra=images)
+        return memory.largest([
+            memory.estimate_memory(num_envs, request.estimate_memory(model, bound),
+                                   task_bytes_per_env=needs.bytes_per_env, task_on_device=not host, extra=images)
+            for model in models])
 
 
 def _checked_variant(env_id: str, make_variant: Callable[[int], Any], v: int) -> mujoco.MjSpec:
@@ -325,6 +342,17 @@ def register_task(
             f"{env_id!r} is already registered; pick another id (e.g. bump its version, 'Name-v1'), or call "
             "mjvec.envs.registry.unregister_task first to replace it"
         )
+    callables = {"variants": variants, "env_kwargs": env_kwargs}
+    presets, namespaces = _checked_task_args(env_id, env_class, options, presets, namespaces, callables)
+    task = Task(env_id, env_class, options, presets=MappingProxyType(presets), namespaces=namespaces, **callables)
+    gym.register(env_id, entry_point=task.make_single, vector_entry_point=task.make_vec, max_episode_steps=None)
+    _TASKS[env_id] = task
+    return task
+
+
+def _checked_task_args(env_id: str, env_class: Any, options: Any, presets: Any, namespaces: Any,
+                       callables: Mapping[str, Any]) -> tuple[dict[str, Preset], tuple[str, ...]]:
+    """`register_task`'s arguments checked, each with the error that names it: (presets, namespaces)."""
     if not (isinstance(env_class, type) and issubclass(env_class, MjVecEnv)):
         raise ConfigError(f"env_class must be an MjVecEnv subclass, got {env_class!r}")
     if not (isinstance(options, type) and issubclass(options, TaskOptions) and dataclasses.is_dataclass(options)):
@@ -335,7 +363,6 @@ def register_task(
         raise ConfigError(
             f"presets must map lower-case names other than 'none' to callables wrap(env) -> env; got {presets!r}"
         )
-    callables = {"variants": variants, "env_kwargs": env_kwargs}
     not_callable = [name for name, fn in callables.items() if not callable(fn)]
     if not_callable:
         raise ConfigError(f"register_task({env_id!r}): {not_callable} must be callables")
@@ -356,10 +383,7 @@ def register_task(
         raise ConfigError(
             f"register_task({env_id!r}): namespaces must be ('numpy',) or ('numpy', 'torch'), got {namespaces!r}"
         )
-    task = Task(env_id, env_class, options, presets=MappingProxyType(presets), namespaces=namespaces, **callables)
-    gym.register(env_id, entry_point=task.make_single, vector_entry_point=task.make_vec, max_episode_steps=None)
-    _TASKS[env_id] = task
-    return task
+    return presets, namespaces
 
 
 def register_once(env_id: str, **kwargs: Any) -> Task:

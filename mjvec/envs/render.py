@@ -29,7 +29,8 @@ import numpy as np
 from mjvec.backends.base import Backend
 from mjvec.envs.arrays import to_numpy
 from mjvec.envs.guard import call_exclusive, exclusive
-from mjvec.errors import ClosedError, ConfigError, RenderError, is_int
+from mjvec.errors import ClosedError, ConfigError, RenderError
+from mjvec.validate import require_int
 
 # Frames larger than this per side exceed the framebuffer limit of common GL drivers (MuJoCo then
 # fails with "Offscreen framebuffer is not complete"), so they are refused at construction.
@@ -121,9 +122,7 @@ class VariantRenderer:
         ids = _grid_ids(env_ids, self._num_envs)
         if ncols is None:
             ncols = math.ceil(math.sqrt(ids.size))
-        if not is_int(ncols) or ncols < 1:
-            raise ConfigError(f"render_grid ncols must be an int >= 1 or None, got {ncols!r}")
-        ncols = min(int(ncols), ids.size)
+        ncols = min(require_int(ncols, "render_grid ncols", low=1), ids.size)
         nrows = math.ceil(ids.size / ncols)
         height, width = self._size
         out = np.zeros((nrows * height, ncols * width, 3), np.uint8)

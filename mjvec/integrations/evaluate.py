@@ -15,7 +15,9 @@ Reported (`evaluate` returns a dict; ``python -m mjvec eval`` prints it):
   a PNG of their last frame.
 
 The env runs in DISABLED autoreset mode: an env that finished is reset (so the batch keeps
-stepping) and its later steps are not counted.
+stepping) and its later steps are not counted. Before the first step the policy's contract is
+checked against the env's (`mjvec.integrations.contract_check.check_policy_env`); ``contract`` in
+the summary says how it went ("matches", "allowed mismatch: <first difference>", "none").
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tqdm import tqdm
 
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError
+from mjvec.integrations.contract_check import check_policy_env
 from mjvec.integrations.policies import Policy
 
 __all__ = ["evaluate"]
@@ -41,8 +44,10 @@ FIXED = ("num_envs", "env_id_offset", "autoreset_mode", "record_episode_statisti
 def evaluate(policy: Policy, env_id: str, *, num_envs: int = 64, env_id_offset: int = 100_000, seed: int = 12345,
              options: dict[str, Any] | None = None, gif: str | Path | None = None, grid: str | Path | None = None,
              video_envs: int = 4, video_steps: int = 120, render_size: tuple[int, int] = (180, 240),
-             progress: bool = True) -> dict[str, Any]:
-    """Run `policy` for one episode in each env (see the module docstring); returns the summary."""
+             progress: bool = True, allow_mismatch: bool = False) -> dict[str, Any]:
+    """Run `policy` for one episode in each env (see the module docstring); returns the summary.
+    Raises `ContractMismatchError` for a policy whose contract differs from the env's, unless
+    `allow_mismatch`."""
     options = dict(options or {})
     clash = sorted(set(options) & set(FIXED))
     if clash:
@@ -54,7 +59,10 @@ def evaluate(policy: Policy, env_id: str, *, num_envs: int = 64, env_id_offset: 
                        record_episode_statistics=True, render_mode="rgb_array" if render else None,
                        render_size=render_size, **options)
     try:
+        differences = check_policy_env(policy, env, allow_mismatch=allow_mismatch)
         result, frames = _run(env, policy, seed, video_envs if render else 0, video_steps, progress)
+        result["contract"] = (f"allowed mismatch: {differences[0].describe()}" if differences
+                              else "matches" if policy.contract is not None else "none")
         ids = np.arange(min(video_envs, num_envs))
         if frames:
             from mjvec.integrations.video import write_gif, write_png

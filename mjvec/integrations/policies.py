@@ -16,7 +16,15 @@ Sources (``kind="auto"`` tells them apart by content, not by name):
   examples/train_rsl_rl.py: the train config, observation group sizes and the env's options); the
   actor is rsl_rl's own ``MLPModel.as_jit()`` (normalizer, MLP, deterministic output), clamped.
 - ``"onnx"`` / ``"torchscript"``: files written by `mjvec.integrations.export.export_policy`,
-  which carry their metadata (observation keys and sizes, action bounds, the env id and options).
+  which carry their metadata (observation keys and sizes, action bounds, the env id and options)
+  and their policy contract (`mjvec.integrations.policy_contract`).
+
+Contracts (``policy.contract``): an exported file's own; else ``<file stem>.contract.json`` or
+``contract.json`` beside the file; else, for a training checkpoint that records its env id and
+options (ppo, rsl_rl), the contract of that env built now (`contract_check.contract_of`); else none (an SB3 zip,
+a file exported before contracts existed: it loads with a `ContractWarning`).
+``load_policy(path, env=env)`` compares the policy's contract with `env`'s and refuses a mismatch
+(`mjvec.integrations.contract_check`).
 
 A `Policy` takes the env's observation (a numpy or torch (N, D) array, or a dict of them) and
 returns (N, A) float32 numpy actions clipped to the action space's bounds (the env clips them
@@ -41,43 +49,19 @@ from torch import nn
 
 from mjvec.envs.arrays import to_numpy
 from mjvec.errors import ConfigError, InstallError, allowed, install_hint
+from mjvec.integrations.actors import Actor, Normalizer
 
 __all__ = ["KINDS", "Actor", "Policy", "find_vecnormalize", "load_policy"]
 
 KINDS = ("auto", "ppo", "sb3", "rsl_rl", "onnx", "torchscript")
 METADATA_KEY = "mjvec.json"  # ONNX metadata_props key and TorchScript extra file name
-
-
-class Normalizer(nn.Module):
-    """``clamp((x - mean) / sqrt(var + eps), -clip, clip)`` in the statistics' dtype, back to float32."""
-
-    def __init__(self, mean: torch.Tensor, var: torch.Tensor, eps: float, clip: float) -> None:
-        super().__init__()
-        self.register_buffer("mean", mean.detach().clone())
-        self.register_buffer("var", var.detach().clone())
-        self.eps, self.clip = float(eps), float(clip)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        x = (obs.to(self.mean.dtype) - self.mean) / torch.sqrt(self.var + self.eps)
-        return torch.clamp(x, -self.clip, self.clip).to(torch.float32)
-
-
-class Actor(nn.Module):
-    """``clamp(body(normalizer(obs)), low, high)``: (N, obs_dim) float32 -> (N, action_dim) float32."""
-
-    def __init__(self, normalizer: nn.Module, body: nn.Module, low: np.ndarray, high: np.ndarray) -> None:
-        super().__init__()
-        self.normalizer, self.body = normalizer, body
-        self.register_buffer("low", torch.as_tensor(np.asarray(low, np.float32)))
-        self.register_buffer("high", torch.as_tensor(np.asarray(high, np.float32)))
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(self.body(self.normalizer(obs)), self.low, self.high)
+CONTRACT_KEY = "mjvec.contract.json"  # the same, for the policy contract
 
 
 @dataclass
 class Policy:
-    """A deterministic policy (see the module docstring). ``metadata``: what exports carry."""
+    """A deterministic policy (see the module docstring). ``metadata``: what exports carry;
+    ``contract``: its policy contract (None: none found, see `contract_check.contract_of`)."""
 
     kind: str
     obs_keys: tuple[str, ...] | None
@@ -86,6 +70,7 @@ class Policy:
     run: Callable[[np.ndarray], np.ndarray]
     actor: nn.Module | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    contract: dict[str, Any] | None = None
 
     def flatten(self, obs: Any) -> np.ndarray:
         """(N, obs_dim) float32: the observation, or its `obs_keys` entries concatenated. A Box
@@ -148,8 +133,14 @@ def detect_kind(path: Path) -> str:
     )
 
 
-def load_policy(path: str | Path, kind: str = "auto") -> Policy:
-    """The policy in `path` (see the module docstring); ConfigError for a missing or foreign file."""
+def load_policy(path: str | Path, kind: str = "auto", *, env: Any = None, allow_mismatch: bool = False) -> Policy:
+    """The policy in `path` (see the module docstring); ConfigError for a missing or foreign file.
+
+    env: an mjvec env (built with ``gym.make_vec``) to check the policy against: its contract and
+    the env's must match (`mjvec.integrations.contract_check.check_policy_env`: a mismatch raises
+    `ContractMismatchError` naming the first difference, unless `allow_mismatch`; a policy without
+    a contract loads with a `ContractWarning`).
+    """
     path = Path(path)
     if kind not in KINDS:
         raise ConfigError(f"kind={kind!r} is not supported; allowed values are {allowed(KINDS)}")
@@ -158,7 +149,20 @@ def load_policy(path: str | Path, kind: str = "auto") -> Policy:
     kind = detect_kind(path) if kind == "auto" else kind
     loaders = {"ppo": _load_ppo, "sb3": _load_sb3, "rsl_rl": _load_rsl_rl, "onnx": _load_onnx,
                "torchscript": _load_torchscript}
-    return loaders[kind](path)
+    policy = loaders[kind](path)
+    if policy.contract is None:
+        beside = next((p for p in (path.with_suffix(".contract.json"), path.parent / "contract.json") if p.is_file()),
+                      None)
+        if beside is not None:
+            from mjvec.integrations.policy_contract import read_contract
+
+            policy.contract = read_contract(beside)
+            policy.metadata["contract_from"] = str(beside)
+    if env is not None:
+        from mjvec.integrations.contract_check import check_policy_env
+
+        check_policy_env(policy, env, allow_mismatch=allow_mismatch)
+    return policy
 
 
 # ---- examples/ppo.py ----------------------------------------------------------------------------
@@ -282,9 +286,14 @@ def _load_rsl_rl(path: Path) -> Policy:
 
 
 # ---- exported files -------------------------------------------------------------------------------
-def _from_metadata(kind: str, meta: dict[str, Any], run: Callable, actor: nn.Module | None) -> Policy:
+def _from_metadata(kind: str, meta: dict[str, Any], run: Callable, actor: nn.Module | None,
+                   contract: str | None) -> Policy:
     keys = None if meta.get("obs_keys") is None else tuple(meta["obs_keys"])
-    return Policy(kind, keys, int(meta["obs_dim"]), int(meta["action_dim"]), run, actor, meta)
+    policy = Policy(kind, keys, int(meta["obs_dim"]), int(meta["action_dim"]), run, actor, meta)
+    if contract:
+        policy.contract = json.loads(contract)
+        meta["contract_from"] = "embedded"
+    return policy
 
 
 def _load_onnx(path: Path) -> Policy:
@@ -294,15 +303,16 @@ def _load_onnx(path: Path) -> Policy:
         raise InstallError(
             f"running an ONNX policy needs onnxruntime ({error}); fix: {install_hint('export')}") from error
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    meta = json.loads(session.get_modelmeta().custom_metadata_map.get(METADATA_KEY, "null") or "null")
+    props = session.get_modelmeta().custom_metadata_map
+    meta = json.loads(props.get(METADATA_KEY, "null") or "null")
     if not isinstance(meta, dict):
         raise ConfigError(f"{str(path)!r} has no mjvec metadata; export it with mjvec.integrations.export")
     name = session.get_inputs()[0].name
-    return _from_metadata("onnx", meta, lambda obs: session.run(None, {name: obs})[0], None)
+    return _from_metadata("onnx", meta, lambda obs: session.run(None, {name: obs})[0], None, props.get(CONTRACT_KEY))
 
 
 def _load_torchscript(path: Path) -> Policy:
-    extra = {METADATA_KEY: ""}
+    extra = {METADATA_KEY: "", CONTRACT_KEY: ""}
     with warnings.catch_warnings():  # torch deprecates TorchScript in favour of torch.export; it still loads
         warnings.simplefilter("ignore", DeprecationWarning)
         module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
@@ -314,4 +324,4 @@ def _load_torchscript(path: Path) -> Policy:
         with torch.no_grad():
             return module(torch.from_numpy(obs)).numpy()
 
-    return _from_metadata("torchscript", json.loads(extra[METADATA_KEY]), run, module)
+    return _from_metadata("torchscript", json.loads(extra[METADATA_KEY]), run, module, extra[CONTRACT_KEY])

@@ -54,6 +54,7 @@ from mjvec.integrations._torch_env import (
     obs_groups,
     output_device,
 )
+from mjvec.validate import require_number
 
 try:
     from rsl_rl.env import VecEnv
@@ -79,9 +80,7 @@ class RslRlVecEnv(VecEnv):
     def __init__(self, env: VectorEnv, *, seed: int | None = None, success_key: str | None = "success",
                  log_keys: Sequence[str] = (), reward_scale: float = 1.0) -> None:
         base = check_same_step_env(env, "RslRlVecEnv")
-        if isinstance(reward_scale, bool) or not isinstance(reward_scale, (int, float)) or not reward_scale > 0:
-            raise ConfigError(f"RslRlVecEnv: reward_scale must be a number > 0, got {reward_scale!r}")
-        self.reward_scale = float(reward_scale)
+        self.reward_scale = require_number(reward_scale, "RslRlVecEnv: reward_scale", low=0.0, low_open=True)
         if base.max_episode_steps is None:
             raise ConfigError(
                 f"RslRlVecEnv needs an env with a time limit (rsl_rl reads max_episode_length); "

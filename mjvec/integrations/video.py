@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from mjvec.errors import ConfigError, InstallError
+from mjvec.validate import require_number
 
 
 def _image_module() -> Any:
@@ -50,8 +51,7 @@ def write_gif(path: str | Path, frames: Sequence[np.ndarray], fps: float) -> Pat
     image = _image_module()
     if len(frames) == 0:
         raise ConfigError("write_gif needs at least one frame, got none")
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
-        raise ConfigError(f"fps must be a positive number, got {fps!r}")
+    require_number(fps, "fps", low=0.0, low_open=True)
     arrays = [_check_frame(f, f"frame {i}") for i, f in enumerate(frames)]
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:

@@ -25,7 +25,6 @@ from mjvec.randomization.terms import (
     MODES,
     OPERATIONS,
     EventTerm,
-    table_height,
     term_values,
 )
 from mjvec.randomization.wrapper import HookWrapper
@@ -58,13 +57,12 @@ __all__ = [
     "apply_randomization",
     "check_randomization",
     "resolve_targets",
-    "table_height",
     "term_values",
 ]
 
 
-# SimToolReal-v0's preset, which moved to the task's package.
-_MOVED = {"paper": "mjvec.tasks.simtoolreal.presets"}
+# SimToolReal-v0's preset and its table-height term, which moved to the task's package.
+_MOVED = {"paper": "mjvec.tasks.simtoolreal.presets", "table_height": "mjvec.tasks.simtoolreal.presets"}
 
 
 def __getattr__(name: str) -> Any:

@@ -34,7 +34,7 @@ from mjvec.randomization.terms import (
     term_values,
     values_from_draw,
 )
-from mjvec.randomization.wrapper import HookWrapper
+from mjvec.randomization.wrapper import HookWrapper, WrapperEffect
 from mjvec.xp import Rows, to_host
 
 _OBJ = {
@@ -130,6 +130,13 @@ class DomainRandomization(HookWrapper, VectorWrapper):
     @property
     def terms(self) -> tuple[EventTerm, ...]:
         return self._terms
+
+    def describe(self) -> WrapperEffect:
+        """The model-field terms, each as its `EventTerm` fields."""
+        terms = [{"name": t.name, "kind": t.kind, "low": t.low, "high": t.high, "targets": list(t.targets),
+                  "operation": t.operation, "distribution": t.distribution, "mode": t.mode,
+                  "interval_s": None if t.interval_s is None else list(t.interval_s)} for t in self._terms]
+        return WrapperEffect("model", "model", {"terms": terms})
 
     def per_env_bytes(self) -> int:
         """Each term's draws (`dr_params`, float64) and timer, and the backend's per-env rows of each

@@ -26,7 +26,7 @@ from mjvec.contract import (
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.inputs import StateInput
 from mjvec.randomization.queues import DelayQueue, ResetMarks, check_delay, segment_hooks, with_segment_starts
-from mjvec.randomization.wrapper import HookWrapper
+from mjvec.randomization.wrapper import HookWrapper, WrapperEffect
 from mjvec.rotations import rotate_by_axis_angle
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
@@ -60,6 +60,8 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
                 raise ConfigError(f"ObjectPoseLatency: {name} must be finite and >= 0, got {value}")
         self._base, self._max = base, max_delay
         self._pos_std, self._rot = pos_std, math.radians(rot_deg)
+        self._settings = {"max_delay": max_delay, "pos_std": float(pos_std), "rot_deg": float(rot_deg),
+                          "rot_axis": "positive_octant", "refill_on_goal": refill_on_goal}
         self._queue = DelayQueue(max_delay + 1)
         self._marks = ResetMarks(base)
         self._all = base.all_rows
@@ -67,6 +69,10 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         self._register(lambda: base.set_object_pose_source(self._pose),
                        lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.lifecycle.subscribe("interval", self._advance))
+
+    def describe(self) -> WrapperEffect:
+        """Latency and noise on the perceived object pose."""
+        return WrapperEffect("pose_latency", "object_pose", self._settings)
 
     def per_env_bytes(self) -> int:
         """The queue of max_delay + 1 float64 poses (7 values), the perceived pose, a reset mark."""
@@ -120,6 +126,10 @@ class ObjectScaleNoise(HookWrapper, VectorWrapper):
         self._register(lambda: base.set_object_scale_source(self._scales),
                        lambda: base.lifecycle.subscribe("reset", self._draw))
 
+    def describe(self) -> WrapperEffect:
+        """A per-axis factor U(low, high) on the perceived scales, drawn at every reset."""
+        return WrapperEffect("scale_noise", "object_scales", {"low": float(self._low), "high": float(self._high)})
+
     def per_env_bytes(self) -> int:
         """The three float64 scale factors per env."""
         return 3 * 8
@@ -141,7 +151,9 @@ class RandomPushes(HookWrapper, VectorWrapper):
     pushed with its probability and only where the task allows a push (``push_allowed()``, e.g. the
     object is lifted, as evaluated at the end of the previous step), for that control step:
     force N(0, 1)^3 x mass x force_scale, torque N(0, 1)^3 x mass x torque_scale. A step refused
-    before it runs (DISABLED mode with a done env) draws nothing.
+    before it runs (DISABLED mode with a done env) draws nothing, and neither does an env the step
+    autoresets instead of stepping (NEXT_STEP: ``autoresetting()``): it is not pushed and its streams
+    stay where they were.
 
     mass_scale: what "mass" is.
       "reference" (default, the paper's run): ONE mass for every env, the task's
@@ -152,7 +164,7 @@ class RandomPushes(HookWrapper, VectorWrapper):
         heavy tools are pushed proportionally harder).
 
     Streams: ``dr/push_force_prob`` and ``dr/push_torque_prob`` per reset (reset envs only);
-    ``dr/push_force_draw`` and ``dr/push_torque_draw`` every step for every env; ``dr/push_force``
+    ``dr/push_force_draw`` and ``dr/push_torque_draw`` every step for every env that steps; ``dr/push_force``
     and ``dr/push_torque`` normals only for the envs pushed. `force_pushed` / `torque_pushed` are
     the (N,) masks of the latest step's pushes and `pushed` their union.
     """
@@ -172,6 +184,8 @@ class RandomPushes(HookWrapper, VectorWrapper):
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"RandomPushes: {name} must be finite and >= 0, got {value}")
         self._base, self._prob_range = base, (float(lo), float(hi))
+        self._settings = {"prob_range": [float(lo), float(hi)], "force_scale": float(force_scale),
+                          "torque_scale": float(torque_scale), "mass_scale": mass_scale}
         self._scales = (float(force_scale), float(torque_scale))
         self.mass_scale = mass_scale
         self._input = StateInput(base.backend, "xfrc_applied", who="RandomPushes")
@@ -183,6 +197,10 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.pushed = base.zeros((), base.xp.bool)
         self._register(lambda: base.lifecycle.subscribe("reset", self._on_reset),
                        lambda: base.add_action_transform(self._before_physics))
+
+    def describe(self) -> WrapperEffect:
+        """Random force and torque pushes on the task's push body (physics, not perception)."""
+        return WrapperEffect("pushes", "physics", self._settings)
 
     def per_env_bytes(self) -> int:
         """Two float64 probabilities and three push masks per env."""
@@ -206,11 +224,18 @@ class RandomPushes(HookWrapper, VectorWrapper):
 
     def _push(self) -> None:
         base, xp = self._base, self._base.xp
+        # Envs this step autoresets instead of stepping draw nothing: their physics is discarded.
+        autoresetting = base.autoresetting()
+        host_all = isinstance(autoresetting, np.ndarray) and not autoresetting.any()
+        stepping = self._all if host_all else Rows.of_mask(~autoresetting)
         allowed_now = base.push_allowed()
         wrench = base.zeros((1, 6), xp.float64)
         masks = []
         for row, kind in enumerate(("force", "torque")):
-            pushed = (base.rng.uniform(self._all, f"dr/push_{kind}_draw") < self._prob[row]) & allowed_now
+            pushed = base.zeros((), xp.bool)
+            drawn = base.rng.uniform(stepping, f"dr/push_{kind}_draw") < stepping.take(self._prob[row])
+            stepping.put(pushed, drawn)
+            pushed = pushed & allowed_now
             rows = Rows.of_mask(pushed)
             if rows.any():
                 draw = base.rng.normal(rows, f"dr/push_{kind}", (3,)) * self._mass(rows) * self._scales[row]

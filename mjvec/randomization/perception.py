@@ -36,7 +36,7 @@ from mjvec.contract import (
 )
 from mjvec.errors import ConfigError, allowed
 from mjvec.randomization.queues import DelayQueue, ResetMarks, check_delay, segment_hooks, with_segment_starts
-from mjvec.randomization.wrapper import HookWrapper
+from mjvec.randomization.wrapper import HookWrapper, WrapperEffect
 from mjvec.xp import copy_array as _copy
 from mjvec.xp import namespace_of
 
@@ -106,9 +106,15 @@ class ObservationNoise(HookWrapper, VectorWrapper):
                               f"uniform half-width), got {scale!r}")
         self._key, self._slice = _find_block(base.observation_layouts, block, key)
         self._scale, self._uniform, self._base = float(scale), distribution == "uniform", base
+        self._block, self._distribution = block, distribution
         self._all = base.all_rows
         self._stream = f"dr/obs_noise/{block}"
         self._register(lambda: base.add_observation_transform(self._transform))
+
+    def describe(self) -> WrapperEffect:
+        """Noise on one block: each step a fresh draw per env (float32), a reset a fresh draw for the reset envs."""
+        return WrapperEffect("obs_noise", self._block, {"key": self._key, "distribution": self._distribution,
+                                                        "scale": self._scale, "dtype": "float32"})
 
     def _transform(self, obs: Any, event: ObsEvent) -> Any:
         rows, stream = (self._all, self._stream) if event.stepped else (event.reset, f"{self._stream}/reset")
@@ -139,10 +145,15 @@ class ObservationDelay(HookWrapper, VectorWrapper):
         base = require_hooks(env, EnvHooks, who="ObservationDelay")
         check_delay("ObservationDelay", max_delay)
         self._segments = segment_hooks(env, refill_on_goal, "ObservationDelay")
-        self._base, self._max = base, max_delay
+        self._base, self._max, self._refill_on_goal = base, max_delay, refill_on_goal
         self._queue = DelayQueue(max_delay + 1)
         self._all = base.all_rows
         self._register(lambda: base.add_observation_transform(self._transform))
+
+    def describe(self) -> WrapperEffect:
+        """The whole policy observation from 0..max_delay steps ago, uniform per env per step."""
+        return WrapperEffect("obs_delay", "observation",
+                             {"max_delay": self._max, "refill_on_goal": self._refill_on_goal})
 
     def per_env_bytes(self) -> int:
         """The queue: max_delay + 1 policy observations per env."""
@@ -174,12 +185,16 @@ class ActionDelay(HookWrapper, VectorWrapper):
         base = require_hooks(env, EnvHooks, who="ActionDelay")
         check_delay("ActionDelay", max_delay)
         self._segments = segment_hooks(env, refill_on_goal, "ActionDelay")
-        self._base, self._max = base, max_delay
+        self._base, self._max, self._refill_on_goal = base, max_delay, refill_on_goal
         self._queue = DelayQueue(max_delay + 1)
         self._marks = ResetMarks(base)
         self._all = base.all_rows
         self._register(lambda: base.lifecycle.subscribe("reset", self._marks.mark),
                        lambda: base.add_action_transform(self._transform))
+
+    def describe(self) -> WrapperEffect:
+        """The action from 0..max_delay steps ago, uniform per env per step."""
+        return WrapperEffect("action_delay", "action", {"max_delay": self._max, "refill_on_goal": self._refill_on_goal})
 
     def per_env_bytes(self) -> int:
         """The queue: max_delay + 1 float64 actions per env, and a reset mark."""

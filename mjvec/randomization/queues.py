@@ -14,20 +14,18 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.contract import GoalSegmentHooks, require_hooks
-from mjvec.errors import ConfigError
+from mjvec.validate import require_bool, require_int
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy
 
 
 def check_delay(who: str, max_delay: object) -> None:
-    if isinstance(max_delay, bool) or not isinstance(max_delay, int) or max_delay < 0:
-        raise ConfigError(f"{who}: max_delay must be an int >= 0, got {max_delay!r}")
+    require_int(max_delay, f"{who}: max_delay", low=0)
 
 
 def segment_hooks(env: VectorEnv, refill_on_goal: object, who: str) -> Any:
     """The unwrapped env when refill_on_goal is True (checked for `GoalSegmentHooks`), else None."""
-    if not isinstance(refill_on_goal, bool):
-        raise ConfigError(f"{who}: refill_on_goal must be a bool, got {refill_on_goal!r}")
+    refill_on_goal = require_bool(refill_on_goal, f"{who}: refill_on_goal")
     return require_hooks(env, GoalSegmentHooks, who=f"{who}(refill_on_goal=True)") if refill_on_goal else None
 
 

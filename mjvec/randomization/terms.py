@@ -300,14 +300,6 @@ def values_from_draw(
     return out
 
 
-def table_height(low: float = -0.01, high: float = 0.01, table: str = "table") -> EventTerm:
-    """The source's table-height DR: the table geom moved by U(low, high) m in z at every reset.
-
-    The backend refreshes the table's bounds and its body's collision BVH per env after each write.
-    """
-    return EventTerm("geom_height", low, high, targets=(table,), operation="add", name="table_height")
-
-
 def coupled_fields(term: EventTerm) -> tuple[str, ...]:
     """Every model field a term writes (for capability checks at construction)."""
     extra: dict[str, tuple[str, ...]] = {"body_mass": ("body_inertia",) if term.recompute_inertia else ()}

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec.contract import Release
+from mjvec.errors import ConfigError, allowed
 from mjvec.vector_api import VectorEnvAPI
+
+# What a wrapper can do to a policy's inputs or world (see `WrapperEffect`).
+EFFECT_KINDS = ("obs_noise", "obs_delay", "action_delay", "pose_latency", "scale_noise", "pushes", "model")
+
+
+@dataclass(frozen=True)
+class WrapperEffect:
+    """What one randomization wrapper does, for the policy contract (`mjvec.integrations.policy_contract`).
+
+    kind: one of `EFFECT_KINDS`. applies_to: what it acts on: an observation block's name
+    ("obs_noise"), "observation" (the whole policy observation), "action", a perceived quantity
+    the task declares ("object_pose", "object_scales"), "physics" or "model". parameters: its
+    settings (JSON-ready numbers, strings, bools and lists), as the wrapper was built.
+    """
+
+    kind: str
+    applies_to: str
+    parameters: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.kind not in EFFECT_KINDS:
+            raise ConfigError(f"WrapperEffect.kind={self.kind!r} is not one of {allowed(EFFECT_KINDS)}")
+        object.__setattr__(self, "parameters", MappingProxyType(dict(self.parameters)))
 
 
 class HookWrapper(VectorEnvAPI, VectorWrapper):
@@ -39,6 +65,11 @@ class HookWrapper(VectorEnvAPI, VectorWrapper):
         """The bytes of per-env state this wrapper will hold (its queues, draws and buffers), for the
         memory check `make_vec` runs once the wrappers are built. Default: none."""
         return 0
+
+    def describe(self) -> WrapperEffect | None:
+        """What this wrapper does (`WrapperEffect`), for the policy contract; None: not described
+        (the contract then names the wrapper as undescribed)."""
+        return None
 
     def release_hooks(self) -> None:
         """Unregister everything this wrapper registered on the env (idempotent)."""

@@ -23,7 +23,8 @@ from mjvec.backends.base import Scene
 from mjvec.backends.cpu.engine import CpuEngine
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
-from mjvec.errors import ConfigError, PerformanceWarning, is_int
+from mjvec.errors import PerformanceWarning
+from mjvec.validate import require_int
 
 
 def default_num_threads() -> int:
@@ -86,10 +87,8 @@ class CpuBackend(GroupedBackend):
         deterministic: bool = False,
     ) -> None:
         check_deterministic(deterministic)
-        threads = default_num_threads() if num_threads is None else num_threads
-        if not is_int(threads) or threads < 1:
-            raise ConfigError(f"num_threads must be an int >= 1 or None, got {num_threads!r}")
-        threads = int(threads)
+        threads = require_int(num_threads, "num_threads", low=1, optional=True)
+        threads = default_num_threads() if threads is None else threads
         _warn_if_oversubscribed(threads)
         stage = int(mujoco.mjtStage.mjSTAGE_ACC if forward_after_step else mujoco.mjtStage.mjSTAGE_NONE)
         super().__init__(scene, CpuEngine(threads, stage, scene.rne_post_constraint), progress=progress)

@@ -20,7 +20,7 @@ import mujoco
 import mujoco.batch as mjb
 import numpy as np
 
-from mjvec.backends import fields as F
+from mjvec.backends import fields as backend_fields
 from mjvec.backends.base import Capabilities, FieldSpec
 from mjvec.backends.cpu.rne_post import RnePostConstraint
 from mjvec.backends.cpu.setconst import PerEnvSetConst, batch_rows, exact_batch_set_const
@@ -40,7 +40,7 @@ PER_ENV_FIELDS = frozenset(mjb.MODEL_FIELDS)
 
 def batch_field(name: str) -> str:
     """The `mujoco.batch` name of a capability field ('gravity' is the option 'opt.gravity')."""
-    return f"opt.{name}" if name in F.OPTION_FIELDS else name
+    return f"opt.{name}" if name in backend_fields.OPTION_FIELDS else name
 
 
 class CpuEngine:

@@ -20,10 +20,10 @@ import numpy as np
 from mjvec.backends.base import Scene
 from mjvec.backends.determinism import check_deterministic
 from mjvec.backends.grouped import GroupedBackend
-from mjvec.backends.warp import build as B
+from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.backends.warp.engine import WarpEngine
-from mjvec.errors import ConfigError
+from mjvec.validate import require_bool, require_int
 
 
 class WarpBackend(GroupedBackend):
@@ -70,13 +70,11 @@ class WarpBackend(GroupedBackend):
     ) -> None:
         deterministic = check_deterministic(deterministic)
         _check_interval(overflow_check_interval)
-        for label, value in (("nconmax", nconmax), ("njmax", njmax)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{label} must be an int >= 1 or None, got {value!r}")
-        if not isinstance(use_graph, bool):
-            raise ConfigError(f"use_graph must be a bool, got {use_graph!r}")
+        nconmax = require_int(nconmax, "nconmax", low=1, optional=True)
+        njmax = require_int(njmax, "njmax", low=1, optional=True)
+        use_graph = require_bool(use_graph, "use_graph")
         check_kernel_cache()
-        wp_device = B.resolve_device("cuda:0" if device is None else device)
+        wp_device = warp_build.resolve_device("cuda:0" if device is None else device)
         engine = WarpEngine(wp_device, nconmax=nconmax, njmax=njmax, use_graph=use_graph,
                             deterministic=deterministic, overflow_check_interval=overflow_check_interval,
                             rne_post_constraint=scene.rne_post_constraint)
@@ -118,10 +116,9 @@ class WarpBackend(GroupedBackend):
         For tests and diagnostics; geom fields use the canonical slot layout."""
         self._check_open()
         for worlds in self._engine.worlds:
-            B.model_view(worlds, name)  # ConfigError for a field that is not per world
+            warp_build.model_view(worlds, name)  # ConfigError for a field that is not per world
         return self._gather_field(name)
 
 
 def _check_interval(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"overflow_check_interval must be an int >= 1, got {value!r}")
+    require_int(value, "overflow_check_interval", low=1)

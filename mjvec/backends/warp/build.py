@@ -34,7 +34,7 @@ import warp as wp
 from mujoco_warp._src import types as mjw_types
 from mujoco_warp._src.io import _default_nconmax, _default_njmax_nnz
 
-from mjvec.backends import fields as F
+from mjvec.backends import fields as backend_fields
 from mjvec.backends.base import RecomputeLevel
 from mjvec.backends.variants import VariantGroup, model_arrays, option_fields
 from mjvec.errors import ConfigError, allowed
@@ -117,9 +117,9 @@ def recompute_groups(model: mujoco.MjModel) -> dict[str, int]:
     """
     outputs = {name: bit for bit, names in SET_CONST_OUTPUTS.items() for name in names}
     reference = {name: np.array(getattr(model, name)) for name in outputs}
-    groups = dict.fromkeys(F.OPTION_FIELDS, 0)  # mj_setConst reads no option (fields.OPTION_FIELDS)
-    for name in F.WRITABLE_FIELDS:
-        if F.recompute_level(name) == RecomputeLevel.NONE:
+    groups = dict.fromkeys(backend_fields.OPTION_FIELDS, 0)  # mj_setConst reads no option (fields.OPTION_FIELDS)
+    for name in backend_fields.WRITABLE_FIELDS:
+        if backend_fields.recompute_level(name) == RecomputeLevel.NONE:
             groups[name] = 0
             continue
         probe = copy.copy(model)
@@ -200,7 +200,16 @@ def template_actuator_flags(model: mujoco.MjModel) -> np.ndarray:
 
 
 def check_group(group: VariantGroup) -> None:
-    """Refuse a group whose variants differ in a field mujoco_warp derives a per-Model flag from."""
+    """Refuse a group whose variants differ in a field mujoco_warp derives a per-Model flag from, or
+    select their own meshes or heightfields (a per-env geom_dataid) where mujoco_warp cannot hold
+    geom_dataid per world (mujoco-warp 4.0.0 does, and reads it per world in its collision, ray and
+    bound kernels: tests/test_hfield_warp.py rescans them)."""
+    if "geom_dataid" in group.fields and "geom_dataid" not in BATCHABLE:
+        raise ConfigError(
+            f"variants {group.variants[:8]} use different meshes or heightfields, selected per env through "
+            "geom_dataid, but this mujoco_warp holds geom_dataid once per Model; pin mujoco-warp==4.0.0, give "
+            "every variant the same assets, or use backend='cpu'"
+        )
     flags = sorted(n for n in group.fields if BUILD_READS.get(n) == "flag")
     flags += sorted(f"{n} (read by mujoco_warp with {mujoco.mjtEnableBit(bit).name} on)"
                     for n, bit in READ_ONLY_WHEN.items() if n in group.fields and group.template.opt.enableflags & bit)
@@ -223,12 +232,12 @@ def check_group(group: VariantGroup) -> None:
 def per_world_fields(group: VariantGroup) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(Model fields, MjOption names) that get one row per world in this group's Model."""
     wanted = {n for n in group.fields if n in BATCHABLE}
-    wanted |= set(F.MODEL_FIELDS) | set(GEOMETRY_FIELDS)
+    wanted |= set(backend_fields.MODEL_FIELDS) | set(GEOMETRY_FIELDS)
     wanted |= {name for names in SET_CONST_OUTPUTS.values() for name in names}
-    missing = sorted(set(F.MODEL_FIELDS) - BATCHABLE)
+    missing = sorted(set(backend_fields.MODEL_FIELDS) - BATCHABLE)
     if missing:
         raise ConfigError(f"this mujoco_warp cannot hold {missing} per world; pin mujoco-warp==4.0.0")
-    options = {n[4:] for n in group.fields if n.startswith("opt.")} | set(F.OPTION_FIELDS)
+    options = {n[4:] for n in group.fields if n.startswith("opt.")} | set(backend_fields.OPTION_FIELDS)
     return tuple(sorted(wanted)), tuple(sorted(options))
 
 

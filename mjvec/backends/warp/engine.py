@@ -26,7 +26,7 @@ from mjvec.backends.base import Capabilities, FieldSpec
 from mjvec.backends.engine import Checked, Split
 from mjvec.backends.groupviews import GroupViews
 from mjvec.backends.variants import Routing, VariantGroup
-from mjvec.backends.warp import build as B
+from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.device_path import outputs_kept, overflow_error, reset_where, step_groups
 from mjvec.backends.warp.geometry import GEOMETRY_TRIGGERS, StaticGeoms, refresh_geometry
 from mjvec.backends.warp.runtime import GroupRuntime
@@ -42,7 +42,7 @@ _PER_WORLD_DATA = frozenset(
 class WarpEngine:
     """The `Engine` (mjvec.backends.engine) over mujoco_warp; options as `WarpBackend`'s."""
 
-    per_env = B.WARP_PER_ENV
+    per_env = warp_build.WARP_PER_ENV
     field_dtype = np.dtype(np.float32)
     whole_groups = True  # mujoco_warp launches over every world of a Model
     geometry_triggers = GEOMETRY_TRIGGERS
@@ -56,22 +56,22 @@ class WarpEngine:
         self.overflow_check_interval = overflow_check_interval
         self._sizes = (nconmax, njmax)
         self._use_graph = use_graph
-        self.worlds: list[B.Worlds] = []
+        self.worlds: list[warp_build.Worlds] = []
         self.runtimes: list[GroupRuntime] = []
 
     def build(self, groups: list[VariantGroup], routing: Routing, model: mujoco.MjModel, views: GroupViews) -> None:
         for group in groups:
-            B.check_group(group)
+            warp_build.check_group(group)
         self._routing, self._views = routing, views
-        self.worlds = [B.Worlds(group, *B.per_world_fields(group)) for group in groups]
+        self.worlds = [warp_build.Worlds(group, *warp_build.per_world_fields(group)) for group in groups]
         self._statics = [StaticGeoms(group.template) for group in groups]
         with wp.ScopedDevice(self.wp_device):
             for worlds, statics in zip(self.worlds, self._statics, strict=True):
-                worlds.m = B.build_model(worlds, deterministic=self.deterministic)
+                worlds.m = warp_build.build_model(worlds, deterministic=self.deterministic)
                 # mujoco_warp's own switch: mj_rnePostConstraint at the end of every forward pass,
                 # RK4 stages included, so cfrc_ext is that of each call's last forward.
                 worlds.m.opt.run_rne_postconstraint = self._rne_post_constraint
-                ncon, nj, nnz = B.default_sizes(worlds.template, *self._sizes)
+                ncon, nj, nnz = warp_build.default_sizes(worlds.template, *self._sizes)
                 worlds.d = mjw.make_data(worlds.template, nworld=worlds.nworld, nconmax=ncon, njmax=nj, njmax_nnz=nnz)
                 statics.write(worlds, np.arange(worlds.nworld), {
                     name: worlds.group.env_values(name) for name in ("body_pos", "body_quat", "geom_pos", "geom_quat")})
@@ -79,7 +79,7 @@ class WarpEngine:
                 mjw.forward(worlds.m, worlds.d)
             self.runtimes = [GroupRuntime(w, self.wp_device, self._use_graph) for w in self.worlds]
         # What of mujoco_warp's set_const each field's writes need (geometry: the engine's own refresh).
-        self._recompute_groups = B.recompute_groups(model)
+        self._recompute_groups = warp_build.recompute_groups(model)
         self._mjdata = mujoco.MjData(model)  # MuJoCo's tails of the Data arrays, for the views
 
     def capabilities(self, fields: Mapping[str, FieldSpec]) -> Capabilities:
@@ -101,7 +101,7 @@ class WarpEngine:
     def rows(self, g: int, name: str) -> np.ndarray:
         worlds = self.worlds[g]
         if name in worlds.per_world or name in worlds.options:
-            return B.model_view(worlds, name).cpu().numpy()
+            return warp_build.model_view(worlds, name).cpu().numpy()
         return worlds.group.env_values(name)  # the same in every world since it was compiled
 
     def check_writes(self, checked: Checked) -> None:
@@ -118,16 +118,17 @@ class WarpEngine:
         touched = np.unique(np.concatenate([rows for _, _, rows in parts] or [np.zeros(0, np.int64)]))
         if not touched.size:
             return
-        index = torch.as_tensor(touched, device=B.model_view(worlds, _ACTUATOR_FLAG_FIELDS[0]).device)
-        new = {n: B.model_view(worlds, n)[index].cpu().numpy().astype(np.float64) for n in _ACTUATOR_FLAG_FIELDS}
+        index = torch.as_tensor(touched, device=warp_build.model_view(worlds, _ACTUATOR_FLAG_FIELDS[0]).device)
+        new = {n: warp_build.model_view(worlds, n)[index].cpu().numpy().astype(np.float64)
+               for n in _ACTUATOR_FLAG_FIELDS}
         for write, values, rows in parts:
             at = np.searchsorted(touched, rows)
             if write.index is None:
                 new[write.field][at] = values
             else:
                 new[write.field][at[:, None], write.index[None, :]] = values
-        need = B.actuator_flags(worlds.template, *(new[n] for n in _ACTUATOR_FLAG_FIELDS))
-        bad = (need > B.template_actuator_flags(worlds.template)).any(axis=1)
+        need = warp_build.actuator_flags(worlds.template, *(new[n] for n in _ACTUATOR_FLAG_FIELDS))
+        bad = (need > warp_build.template_actuator_flags(worlds.template)).any(axis=1)
         if bad.any():
             raise FieldWriteError(
                 f"actuator writes in envs {worlds.env_ids[touched[bad]][:8].tolist()} would need mujoco_warp's "
@@ -137,7 +138,7 @@ class WarpEngine:
             )
 
     def write(self, g: int, name: str, rows: np.ndarray, index: np.ndarray | None, values: np.ndarray) -> None:
-        target = B.model_view(self.worlds[g], name)
+        target = warp_build.model_view(self.worlds[g], name)
         rows_t = torch.as_tensor(rows, device=target.device)
         values_t = torch.as_tensor(values, dtype=target.dtype, device=target.device)
         if index is None:
@@ -194,7 +195,7 @@ class WarpEngine:
         self.overflowed.zero_()
         kinds = 0
         for rt in self.runtimes:
-            kinds |= int(np.bitwise_or.reduce(rt.worlds.d.overflow.numpy(), initial=0)) & B.buffer_overflows()
+            kinds |= int(np.bitwise_or.reduce(rt.worlds.d.overflow.numpy(), initial=0)) & warp_build.buffer_overflows()
             rt.worlds.d.overflow.zero_()
         raise overflow_error(kinds, np.flatnonzero(overflowed))
 
@@ -206,16 +207,16 @@ class WarpEngine:
             for rt, rows in zip(self.runtimes, rows_per_group, strict=True):
                 if rows.size:
                     rt.launch_forward()
-            B.warp_to_torch(self.wp_device)
+            warp_build.warp_to_torch(self.wp_device)
 
     def reset(self, split: Split, state: Mapping[str, Any]) -> None:
-        B.torch_to_warp(self.wp_device)
+        warp_build.torch_to_warp(self.wp_device)
         rows_per_group = [np.zeros(0, np.int64) for _ in self.worlds]
         with wp.ScopedDevice(self.wp_device):
             for g, _, rows in split:
                 rows_per_group[g] = rows
                 self.runtimes[g].launch_reset(rows)
-            B.warp_to_torch(self.wp_device)
+            warp_build.warp_to_torch(self.wp_device)
             for g, pos, rows in split:
                 index = torch.as_tensor(pos, device=state["qpos"].device)
                 self.runtimes[g].set_state(rows, {name: value[index] for name, value in state.items()})
@@ -225,7 +226,7 @@ class WarpEngine:
         reset_where(self._views, self.runtimes, self.wp_device, mask, state)
 
     def forward(self, split: Split) -> None:
-        B.torch_to_warp(self.wp_device)
+        warp_build.torch_to_warp(self.wp_device)
         rows_per_group = [np.zeros(0, np.int64) for _ in self.worlds]
         for g, _, rows in split:
             rows_per_group[g] = rows
@@ -246,7 +247,7 @@ class WarpEngine:
 
     # ---- rendering and lifetime -----------------------------------------------------------
     def write_env_model(self, g: int, row: int, model: mujoco.MjModel) -> None:
-        B.env_model_values(self.worlds[g], row, model)
+        warp_build.env_model_values(self.worlds[g], row, model)
 
     def close(self) -> None:
         for rt in self.runtimes:

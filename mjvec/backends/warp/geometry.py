@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 import torch
 
-from mjvec.backends import _geometry as G
+from mjvec.backends import _geometry as geometry_math
 from mjvec.backends.warp.build import Worlds, model_view, torch_view
 from mjvec.rotations import quat_mul, quat_to_mat_mj
 
@@ -84,7 +84,7 @@ def refresh_geometry(worlds: list[Worlds], statics: list[StaticGeoms],
         index_t, rows_t = torch.as_tensor(index, device=device), torch.as_tensor(rows, device=device)
         if name == "geom_size":
             size = model_view(group, "geom_size")[rows_t[:, None], index_t[None, :]].cpu().numpy()
-            rbound, aabb = G.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
+            rbound, aabb = geometry_math.primitive_bounds(group.template.geom_type[index], size.astype(np.float64))
             for field, value in (("geom_rbound", rbound), ("geom_aabb", aabb)):
                 target = model_view(group, field)
                 value_t = torch.as_tensor(value, dtype=target.dtype, device=device)

@@ -26,9 +26,9 @@ import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
-from mjvec.backends import fields as F
+from mjvec.backends import fields as backend_fields
 from mjvec.backends.memory import BACKEND_BOUND_FIELDS, BackendMemory, bound_field_bytes, writable_field_values
-from mjvec.backends.warp import build as B
+from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.cache import check_kernel_cache, kernel_cache_errors
 from mjvec.errors import ConfigError
 
@@ -52,17 +52,17 @@ def _array_bytes(obj: Any, seen: set[int] | None = None) -> int:
 
 
 def _held_per_world(model: mujoco.MjModel) -> dict[str, int]:
-    wanted = set(F.WRITABLE_FIELDS) | set(B.GEOMETRY_FIELDS)
-    wanted |= {name for names in B.SET_CONST_OUTPUTS.values() for name in names}
-    return {name: 0 for name in sorted(wanted) if name in B.BATCHABLE}
+    wanted = set(backend_fields.WRITABLE_FIELDS) | set(warp_build.GEOMETRY_FIELDS)
+    wanted |= {name for names in warp_build.SET_CONST_OUTPUTS.values() for name in names}
+    return {name: 0 for name in sorted(wanted) if name in warp_build.BATCHABLE}
 
 
 def world_bytes(model: mujoco.MjModel, device: str, nconmax: int | None = None,
                 njmax: int | None = None) -> tuple[int, int]:
     """(Data bytes, Model bytes) mujoco_warp allocates per world for `model` on `device`."""
-    ncon, nj, nnz = B.default_sizes(model, nconmax, njmax)
+    ncon, nj, nnz = warp_build.default_sizes(model, nconmax, njmax)
     sizes = []
-    with wp.ScopedDevice(B.resolve_device(device)):
+    with wp.ScopedDevice(warp_build.resolve_device(device)):
         for nworld in (1, 2):
             try:
                 warp_model = mjw.put_model(model, batch_sizes=dict.fromkeys(_held_per_world(model), nworld))

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from mjvec.backends.warp import build as B
+from mjvec.backends.warp import build as warp_build
 from mjvec.backends.warp.build import torch_to_warp, warp_to_torch
 
 # What a step advances; a failed world is put back to its copy from before the step.
@@ -52,14 +52,14 @@ def _check_worlds(
 
 def _derived_names(groups: int) -> list[str]:
     """The per-world model fields a set_const of these groups writes (geom bounds aside)."""
-    return [name for bit, names in B.SET_CONST_OUTPUTS.items() if groups & bit for name in names]
+    return [name for bit, names in warp_build.SET_CONST_OUTPUTS.items() if groups & bit for name in names]
 
 
 class GroupRuntime:
     """One group's launches: step/forward/reset graphs, the pre-step backup, recompute."""
 
-    def __init__(self, worlds: B.Worlds, device: Any, use_graph: bool) -> None:
-        self.buffers = B.buffer_overflows()
+    def __init__(self, worlds: warp_build.Worlds, device: Any, use_graph: bool) -> None:
+        self.buffers = warp_build.buffer_overflows()
         self.worlds = worlds
         self.device = device
         self.use_graph = use_graph
@@ -130,7 +130,8 @@ class GroupRuntime:
         torch_to_warp(self.device)
         self.worlds.d.overflow.zero_()
         self._reset_body()  # no world selected: loads the masked-reset kernels, changes nothing
-        self.recompute(B.ALL_SET_CONST_GROUPS, np.zeros(self.worlds.nworld, bool), eager=True)  # keeps all rows
+        # keeps all rows
+        self.recompute(warp_build.ALL_SET_CONST_GROUPS, np.zeros(self.worlds.nworld, bool), eager=True)
         self._forward_body()
         self._kinematics_body()
         warp_to_torch(self.device)
@@ -198,9 +199,9 @@ class GroupRuntime:
         constants. Geom bounds, which set_const's FIXED group recomputes in float32 (and differently
         from the compiler for planes), are put back in every world: the backend keeps them itself.
         """
-        views = {name: B.model_view(self.worlds, name) for name in _derived_names(groups)}
+        views = {name: warp_build.model_view(self.worlds, name) for name in _derived_names(groups)}
         saved = {name: view.clone() for name, view in views.items()}
-        bounds = {name: B.model_view(self.worlds, name) for name in B.GEOM_BOUNDS}
+        bounds = {name: warp_build.model_view(self.worlds, name) for name in warp_build.GEOM_BOUNDS}
         saved_bounds = {name: view.clone() for name, view in bounds.items()}
         torch_to_warp(self.device)
         if eager:

@@ -23,7 +23,8 @@ The palm is fixed, so its centre is a constant of the scene.
 
 Hooks for the randomization wrappers: `EnvHooks` (from `MjVecEnv`) and `ObservationLayoutHooks`
 (``policy_layout``), so `ObservationNoise` (e.g. on "joint_pos"), `ObservationDelay` and
-`ActionDelay` apply, and every model-field `EventTerm` (the cube body is "cube", its geom "cube").
+`ActionDelay` apply, and every model-field `EventTerm` (the cube body is "cube", its geom "cube");
+and the policy contract's deployment declarations (`deployment.DeploymentHooks`).
 """
 
 from __future__ import annotations
@@ -41,18 +42,19 @@ from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_J
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
-from mjvec.tasks.cube_rotate import cameras as cam
-from mjvec.tasks.cube_rotate import scene as C
-from mjvec.tasks.cube_rotate import terms as ct
+from mjvec.tasks.cube_rotate import cameras as cube_cameras
+from mjvec.tasks.cube_rotate import scene as cube_scene
+from mjvec.tasks.cube_rotate import terms as cube_terms
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
+from mjvec.tasks.cube_rotate.deployment import DeploymentHooks
 
 __all__ = ["POLICY_LAYOUT", "REWARD_TERMS", "CubeRotateEnv"]
 
-POLICY_LAYOUT = ct.POLICY_LAYOUT
-REWARD_TERMS = ct.REWARD_TERMS
+POLICY_LAYOUT = cube_terms.POLICY_LAYOUT
+REWARD_TERMS = cube_terms.REWARD_TERMS
 
 
-class CubeRotateEnv(MjVecEnv, VectorEnv):
+class CubeRotateEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     """The CubeRotate task over any backend (see the module docstring).
 
     backend: a `Backend` (numpy state views) whose scene's variant v is
@@ -70,10 +72,10 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
     the turn of its orientation since the previous step, over control_dt), dropped, cube_id.
     """
 
-    render_camera = C.CAMERA_NAME
+    render_camera = cube_scene.CAMERA_NAME
     policy_layout = POLICY_LAYOUT
 
-    def __init__(self, backend: Any, *, catalog: C.CubeCatalog, config: CubeRotateConfig | None = None,
+    def __init__(self, backend: Any, *, catalog: cube_scene.CubeCatalog, config: CubeRotateConfig | None = None,
                  **base_kwargs: Any) -> None:
         if backend.capabilities.array_namespace != "numpy":
             raise ConfigError(
@@ -94,7 +96,7 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         for arr in (self.cube_ids, self.cube_half_size, self.cube_mass):
             arr.setflags(write=False)
         self.targets = np.tile(self.default_pose, (n, 1))
-        self._actions = np.zeros((n, ct.NUM_HAND_JOINTS))
+        self._actions = np.zeros((n, cube_terms.NUM_HAND_JOINTS))
         self._step_targets = self.targets.copy()
         # The cube's orientation at the end of the previous step (or at the reset): the rotation reward
         # is the turn from it.
@@ -102,8 +104,8 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         clip = cfg.obs_clip
         super().__init__(
             backend,
-            single_observation_space=gym.spaces.Box(-clip, clip, (ct.layout_size(POLICY_LAYOUT),), np.float32),
-            single_action_space=gym.spaces.Box(-1.0, 1.0, (ct.NUM_HAND_JOINTS,), np.float32),
+            single_observation_space=gym.spaces.Box(-clip, clip, (cube_terms.layout_size(POLICY_LAYOUT),), np.float32),
+            single_action_space=gym.spaces.Box(-1.0, 1.0, (cube_terms.NUM_HAND_JOINTS,), np.float32),
             frame_skip=cfg.frame_skip,
             max_episode_steps=cfg.max_episode_steps,
             **base_kwargs,
@@ -114,7 +116,7 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
     @classmethod
     def task_cameras(cls, options: Any) -> tuple:
         """Camera observations' camera: "palm", fixed above the palm (see `cameras`)."""
-        return cam.CAMERAS
+        return cube_cameras.CAMERAS
 
     @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:
@@ -130,15 +132,15 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
     def bytes_per_env() -> int:
         """Host bytes the task holds or builds per env per step besides the backend's views: about
         128 float64 values of state and infos, and four observation-sized float64 temporaries."""
-        return 8 * (128 + 4 * ct.layout_size(POLICY_LAYOUT))
+        return 8 * (128 + 4 * cube_terms.layout_size(POLICY_LAYOUT))
 
     def _bind_model(self, model: mujoco.MjModel) -> None:
         """Resolve every name the task uses into ids/addresses of the canonical model."""
         try:
             joints = [model.joint(n) for n in HAND_JOINT_NAMES]
-            cube = model.joint(C.CUBE_JOINT_NAME)
+            cube = model.joint(cube_scene.CUBE_JOINT_NAME)
             self._act_ids = np.array([model.actuator(n).id for n in HAND_ACTUATOR_NAMES], np.int64)
-            self._palm_site = int(model.site(C.PALM_SITE_NAME).id)
+            self._palm_site = int(model.site(cube_scene.PALM_SITE_NAME).id)
             self._tip_sites = np.array([model.site(n).id for n in FINGERTIP_SITE_NAMES], np.int64)
         except KeyError as error:
             raise ConfigError(
@@ -149,13 +151,14 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         ids = np.array([j.id for j in joints], np.int64)
         self.joint_lower = model.jnt_range[ids, 0].copy()
         self.joint_upper = model.jnt_range[ids, 1].copy()
-        self.default_pose = np.clip(np.asarray(C.DEFAULT_HAND_POSE, np.float64), self.joint_lower, self.joint_upper)
+        self.default_pose = np.clip(np.asarray(cube_scene.DEFAULT_HAND_POSE, np.float64), self.joint_lower,
+                                    self.joint_upper)
         self._cube_qpos = int(cube.qposadr[0])
         self._cube_dof = int(cube.dofadr[0])
-        self.cube_body_id = int(model.body(C.CUBE_BODY_NAME).id)
+        self.cube_body_id = int(model.body(cube_scene.CUBE_BODY_NAME).id)
         self._qpos0 = model.qpos0.copy()
         self._nv = int(model.nv)
-        self.palm_center = np.asarray(C.PALM_CENTER, np.float64)
+        self.palm_center = np.asarray(cube_scene.PALM_CENTER, np.float64)
 
     @property
     def progress(self) -> np.ndarray:
@@ -172,23 +175,24 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
         """(linear (N, 3), angular (N, 3)) velocity of the cube, world frame, from qvel."""
         v = self.backend.qvel
         local = v[:, self._cube_dof + 3:self._cube_dof + 6]
-        return v[:, self._cube_dof:self._cube_dof + 3].copy(), ct.world_angular_velocity(quat, local)
+        return v[:, self._cube_dof:self._cube_dof + 3].copy(), cube_terms.world_angular_velocity(quat, local)
 
     # ---- hooks -------------------------------------------------------------------------------
     def _apply_action(self, actions: np.ndarray) -> None:
         self._actions = actions
-        self._step_targets = ct.joint_targets(actions, self.targets, self.default_pose, self.joint_lower,
+        self._step_targets = cube_terms.joint_targets(actions, self.targets, self.default_pose, self.joint_lower,
                                               self.joint_upper, self.cfg.action_scale, self.cfg.action_ema)
         self.backend.ctrl[:, self._act_ids] = self._step_targets
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         cfg = self.cfg
         pos, quat = self.cube_pose()
-        angvel_z = ct.mean_angular_velocity(self._prev_quat, quat, self.control_dt)[:, 2]
-        drop = ct.dropped(pos, self.palm_center, cfg.drop_depth, cfg.max_xy_distance)
-        energy = ct.energy_term(self._actuator_force[:, self._act_ids], self.backend.qvel[:, self._jnt_dof])
-        terms = ct.reward_terms(ct.rotation_term(angvel_z, cfg.rotation_clip), ct.action_term(self._actions),
-                                energy, drop, control_dt=self.control_dt, cfg=cfg)
+        angvel_z = cube_terms.mean_angular_velocity(self._prev_quat, quat, self.control_dt)[:, 2]
+        drop = cube_terms.dropped(pos, self.palm_center, cfg.drop_depth, cfg.max_xy_distance)
+        energy = cube_terms.energy_term(self._actuator_force[:, self._act_ids], self.backend.qvel[:, self._jnt_dof])
+        terms = cube_terms.reward_terms(cube_terms.rotation_term(angvel_z, cfg.rotation_clip),
+                                        cube_terms.action_term(self._actions), energy, drop,
+                                        control_dt=self.control_dt, cfg=cfg)
         reward = sum(terms.values())
         np.copyto(self.targets, self._step_targets, where=active[:, None])
         np.copyto(self._prev_quat, quat, where=active[:, None])
@@ -204,26 +208,26 @@ class CubeRotateEnv(MjVecEnv, VectorEnv):
             "joint_vel": self.cfg.joint_vel_obs_scale * self.backend.qvel[:, self._jnt_dof],
             "targets": self.targets,
             "cube_pos": pos - self.palm_center,
-            "cube_quat": ct.canonical_quat(quat),
+            "cube_quat": cube_terms.canonical_quat(quat),
             "cube_linvel": linvel,
             "cube_angvel": angvel,
             "fingertip_pos": tips,
             "cube_half_size": self.cube_half_size,
         }
-        return ct.assemble(blocks, POLICY_LAYOUT, self.cfg.obs_clip)
+        return cube_terms.assemble(blocks, POLICY_LAYOUT, self.cfg.obs_clip)
 
     def _reset_envs(self, env_ids: np.ndarray) -> None:
         cfg, rng, k = self.cfg, self.rng, env_ids.size
         noise = rng.uniform(env_ids, "reset/joint_pos", -cfg.joint_pos_noise, cfg.joint_pos_noise,
-                            (ct.NUM_HAND_JOINTS,))
+                            (cube_terms.NUM_HAND_JOINTS,))
         joint_pos = np.clip(self.default_pose + noise, self.joint_lower, self.joint_upper)
-        xy = np.asarray(C.CUBE_SPAWN_XY) + rng.uniform(env_ids, "reset/cube_xy", -cfg.cube_xy_noise,
+        xy = np.asarray(cube_scene.CUBE_SPAWN_XY) + rng.uniform(env_ids, "reset/cube_xy", -cfg.cube_xy_noise,
                                                        cfg.cube_xy_noise, (2,))
         sin_half_yaw, cos_half_yaw = portable.sincos(0.5 * rng.uniform(env_ids, "reset/cube_yaw", -math.pi, math.pi))
         qpos = np.tile(self._qpos0, (k, 1))
         qpos[:, self._jnt_qpos] = joint_pos
         qpos[:, self._cube_qpos:self._cube_qpos + 2] = xy
-        qpos[:, self._cube_qpos + 2] = C.spawn_height(self.cube_half_size[env_ids])
+        qpos[:, self._cube_qpos + 2] = cube_scene.spawn_height(self.cube_half_size[env_ids])
         qpos[:, self._cube_qpos + 3:self._cube_qpos + 7] = np.stack(
             [cos_half_yaw, np.zeros(k), np.zeros(k), sin_half_yaw], axis=1)
         # The targets go in at the reset itself, so its one forward (and the actuator forces the

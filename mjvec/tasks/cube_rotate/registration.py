@@ -55,6 +55,10 @@ class CubeRotateOptions(TaskOptions):
         if self.config is not None and not isinstance(self.config, CubeRotateConfig):
             raise ConfigError(f"config must be a CubeRotateConfig or None, got {type(self.config).__name__}")
 
+    def effective_values(self) -> dict[str, Any]:
+        """`TaskOptions.effective_values` with ``config`` the config the task runs with (`task_config`)."""
+        return {**super().effective_values(), "config": self.task_config()}
+
     def task_config(self) -> CubeRotateConfig:
         cfg = CubeRotateConfig() if self.config is None else self.config
         if self.max_episode_steps is None:

@@ -1,6 +1,6 @@
 """The CubeRotate scene: the 22-DoF hand fixed palm-up (no arm, no table) and one cube in its palm.
 
-- the cubes come from the seeded catalog `mjvec.assets.cubes.CubeCatalog` (re-exported here);
+- the cubes come from the seeded catalog `mjvec.tasks.cube_rotate.catalog.CubeCatalog` (re-exported here);
 - `cube_scene_spec(cube)`: a fresh MjSpec of the scene holding that cube, compilable on its own:
   the oracle every batched env of that cube is checked against.
 
@@ -24,15 +24,6 @@ import mujoco
 import numpy as np
 
 from mjvec.assets._hand import PALM_BOX
-from mjvec.assets.cubes import (  # noqa: F401  (the catalog is part of this scene's public names)
-    CUBE_FRICTION_RANGE,
-    CUBE_HALF_SIZE_RANGE,
-    CUBE_MASS_RANGE,
-    MAX_CUBES,
-    Cube,
-    CubeCatalog,
-    default_cube_catalog,
-)
 from mjvec.assets.robot import (
     ENV_BIT,
     HAND_JOINT_NAMES,
@@ -41,6 +32,15 @@ from mjvec.assets.robot import (
     JOINT_UPPER,
     add_hand,
     add_hand_actuators,
+)
+from mjvec.tasks.cube_rotate.catalog import (  # noqa: F401  (the catalog is part of this scene's public names)
+    CUBE_FRICTION_RANGE,
+    CUBE_HALF_SIZE_RANGE,
+    CUBE_MASS_RANGE,
+    MAX_CUBES,
+    Cube,
+    CubeCatalog,
+    default_cube_catalog,
 )
 
 TIMESTEP = 0.01

@@ -38,10 +38,16 @@ REWARD_TERMS = ("rotation", "action", "energy", "drop")
 
 def joint_targets(actions: np.ndarray, previous: np.ndarray, default: np.ndarray, lower: np.ndarray,
                   upper: np.ndarray, scale: float, ema: float) -> np.ndarray:
-    """(N, J) PD targets: the absolute target default + scale * a * (upper - lower) / 2, clipped to
-    [lower, upper], moved to by the fraction `ema` from the previous targets (1: no smoothing)."""
-    target = np.clip(default + scale * actions * (0.5 * (upper - lower)), lower, upper)
+    """(N, J) PD targets: the absolute target default + a * gain with gain = scale * (upper - lower) / 2
+    (`action_gain`), clipped to [lower, upper], moved to by the fraction `ema` from the previous
+    targets (1: no smoothing). The policy contract states this arithmetic (offset + scale * a)."""
+    target = np.clip(default + actions * action_gain(lower, upper, scale), lower, upper)
     return ema * target + (1.0 - ema) * previous
+
+
+def action_gain(lower: np.ndarray, upper: np.ndarray, scale: float) -> np.ndarray:
+    """(J,) the target change per unit action: scale * (upper - lower) / 2."""
+    return scale * (0.5 * (upper - lower))
 
 
 def world_angular_velocity(quat: np.ndarray, local_angvel: np.ndarray) -> np.ndarray:

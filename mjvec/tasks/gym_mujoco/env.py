@@ -31,7 +31,8 @@ from mjvec.assets.cameras import CameraSpec
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
-from mjvec.tasks.gym_mujoco import terms as T
+from mjvec.tasks.gym_mujoco import terms as gym_terms
+from mjvec.tasks.gym_mujoco.deployment import DeploymentHooks
 from mjvec.tasks.gym_mujoco.options import GymMujocoOptions
 from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 from mjvec.tasks.gym_mujoco.specs import QVEL_CLIP, TASKS, TaskDef, observation_layout
@@ -53,7 +54,7 @@ def compiled(path: Path) -> mujoco.MjModel:
     return load_spec(path).compile()
 
 
-class GymMujocoEnv(MjVecEnv):
+class GymMujocoEnv(DeploymentHooks, MjVecEnv):
     """A Gymnasium v5 MuJoCo task over a numpy-state backend (see the module docstring).
 
     task: the `TaskDef`; options: its options (the physics and reward constants); the remaining
@@ -202,14 +203,14 @@ class GymMujocoEnv(MjVecEnv):
             return self.backend.qpos[:, 0].copy()
         if self.task.velocity == "body":
             return self._views["xpos"][:, self._main_body, :2].copy()
-        return T.mass_center(self._masses, self._views["xipos"])
+        return gym_terms.mass_center(self._masses, self._views["xipos"])
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         task, opts, qpos, qvel = self.task, self.opts, self.backend.qpos, self.backend.qvel
         velocity = (self._root_position() - self._before) / self.dt
         x_velocity = velocity if task.planar else velocity[:, 0]
         forward = opts.forward_reward_weight * x_velocity
-        ctrl_cost = T.control_cost(opts.ctrl_cost_weight, self._cost_input)
+        ctrl_cost = gym_terms.control_cost(opts.ctrl_cost_weight, self._cost_input)
         info: dict[str, Any] = self._position_info(qpos)
         info["x_velocity"] = x_velocity
         if not task.planar:
@@ -240,15 +241,17 @@ class GymMujocoEnv(MjVecEnv):
         if "cfrc_ext" not in self._views:  # weight 0 and not observed: Gymnasium's cost is 0 x a finite sum
             return opts.contact_cost_weight * np.zeros(self.num_envs)
         if self.task.contact == "ant":
-            return T.ant_contact_cost(opts.contact_cost_weight, self._views["cfrc_ext"], opts.contact_force_range)
-        return T.humanoid_contact_cost(opts.contact_cost_weight, self._views["cfrc_ext"], opts.contact_cost_range)
+            return gym_terms.ant_contact_cost(opts.contact_cost_weight, self._views["cfrc_ext"],
+                                              opts.contact_force_range)
+        return gym_terms.humanoid_contact_cost(opts.contact_cost_weight, self._views["cfrc_ext"],
+                                               opts.contact_cost_range)
 
     def _position_info(self, qpos: np.ndarray) -> dict[str, Any]:
         """The position infos of step and reset (Gymnasium's ``_get_reset_info`` keys)."""
         info: dict[str, Any] = {"x_position": qpos[:, 0].copy()}
         if not self.task.planar:
             info["y_position"] = qpos[:, 1].copy()
-            info["distance_from_origin"] = T.distance_from_origin(qpos)
+            info["distance_from_origin"] = gym_terms.distance_from_origin(qpos)
         if self.task.z_distance:
             info["z_distance_from_origin"] = qpos[:, 1] - self.init_qpos[1]
         if self.task.tendons:

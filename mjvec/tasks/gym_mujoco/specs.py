@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.tasks.gym_mujoco import options as O
-from mjvec.tasks.gym_mujoco import terms as T
+from mjvec.tasks.gym_mujoco import options as gym_options
+from mjvec.tasks.gym_mujoco import terms as gym_terms
 
 __all__ = ["TASKS", "TaskDef", "observation_layout"]
 
@@ -44,7 +44,7 @@ class TaskDef:
 
     name: str
     xml: str
-    options: type[O.GymMujocoOptions]
+    options: type[gym_options.GymMujocoOptions]
     planar: bool
     velocity: str
     healthy: Callable[[Any, np.ndarray, np.ndarray], np.ndarray] | None
@@ -68,17 +68,18 @@ class TaskDef:
 
 
 TASKS: dict[str, TaskDef] = {t.name: t for t in (
-    TaskDef("Ant-v5", "ant.xml", O.AntOptions, planar=False, velocity="body", healthy=T.ant_healthy,
+    TaskDef("Ant-v5", "ant.xml", gym_options.AntOptions, planar=False, velocity="body", healthy=gym_terms.ant_healthy,
             contact="ant", ctrl_cost_on="action", qvel_noise="normal"),
-    TaskDef("HalfCheetah-v5", "half_cheetah.xml", O.HalfCheetahOptions, planar=True, velocity="qpos",
+    TaskDef("HalfCheetah-v5", "half_cheetah.xml", gym_options.HalfCheetahOptions, planar=True, velocity="qpos",
             healthy=None, contact=None, ctrl_cost_on="action", qvel_noise="normal"),
-    TaskDef("Hopper-v5", "hopper.xml", O.HopperOptions, planar=True, velocity="qpos", healthy=T.hopper_healthy,
-            contact=None, ctrl_cost_on="action", qvel_noise="uniform", clip_qvel=True, z_distance=True),
-    TaskDef("Walker2d-v5", "walker2d_v5.xml", O.Walker2dOptions, planar=True, velocity="qpos",
-            healthy=T.walker_healthy, contact=None, ctrl_cost_on="action", qvel_noise="uniform", clip_qvel=True,
+    TaskDef("Hopper-v5", "hopper.xml", gym_options.HopperOptions, planar=True, velocity="qpos",
+            healthy=gym_terms.hopper_healthy, contact=None, ctrl_cost_on="action", qvel_noise="uniform",
+            clip_qvel=True, z_distance=True),
+    TaskDef("Walker2d-v5", "walker2d_v5.xml", gym_options.Walker2dOptions, planar=True, velocity="qpos",
+            healthy=gym_terms.walker_healthy, contact=None, ctrl_cost_on="action", qvel_noise="uniform", clip_qvel=True,
             z_distance=True),
-    TaskDef("Humanoid-v5", "humanoid.xml", O.HumanoidOptions, planar=False, velocity="mass_center",
-            healthy=T.humanoid_healthy, contact="humanoid", ctrl_cost_on="ctrl", qvel_noise="uniform",
+    TaskDef("Humanoid-v5", "humanoid.xml", gym_options.HumanoidOptions, planar=False, velocity="mass_center",
+            healthy=gym_terms.humanoid_healthy, contact="humanoid", ctrl_cost_on="ctrl", qvel_noise="uniform",
             tendons=True),
 )}
 

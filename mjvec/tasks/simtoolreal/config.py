@@ -48,13 +48,20 @@ class SimToolRealConfig:
     progress `keypoint_weight`, success `success_bonus`, joint-speed L1 penalties. `lift_offset`,
     `lift_clip` and `lift_threshold` define z_lift = z - z_spawn + lift_offset.
 
+    Goals: the first goal of an episode is uniform in [`goal_low`, `goal_high`], its height then
+    raised to at least the spawn height plus `goal_min_height_above_spawn`; None (the default)
+    derives that from the lift rule as the source does (spawn - `lift_offset` + `lift_threshold`:
+    the height at which the tool counts as lifted), see `goal_floor_above_spawn`. Later goals
+    move by U(+-`goal_delta_pos`) per axis and turn by U(+-`goal_delta_angle`).
+
     Success: the max fixed-size keypoint distance <= tolerance * `keypoint_scale` for
     `success_steps` consecutive control steps. Tolerance curriculum: starts at
     `tolerance_start`; once `curriculum_interval` control steps have passed since the last
     tightening, it is multiplied by `tolerance_decay` (never below `tolerance_min`) at the first
-    step where the mean over envs of each env's most recent finished episode's success count (0
-    for an env that has not finished one) is at least `curriculum_min_successes` (see
-    `mjvec.tasks.simtoolreal.terms.ToleranceCurriculum`).
+    step where the mean over envs of each env's latest recorded success count is at least
+    `curriculum_min_successes`. A count is recorded at every reset of the env, as in the source
+    (the episode that ended, or was cut short by a reset; 0 before the env's first one): see
+    `mjvec.tasks.simtoolreal.curriculum.ToleranceCurriculum`.
 
     Episode: truncated after `max_episode_steps` control steps without a success (the step
     counter restarts at every success). The source's episodeLength is one more than this: its
@@ -100,7 +107,7 @@ class SimToolRealConfig:
     # Goals.
     goal_low: Vec3 = (-0.35, -0.2, 0.6)
     goal_high: Vec3 = (0.35, 0.2, 0.95)
-    goal_min_height_above_spawn: float = 0.10
+    goal_min_height_above_spawn: float | None = None
     goal_delta_pos: float = 0.1
     goal_delta_angle: float = math.pi / 2
     # Reset.
@@ -121,7 +128,7 @@ class SimToolRealConfig:
             if f.name in ints:
                 continue
             value = getattr(self, f.name)
-            if isinstance(value, tuple):
+            if isinstance(value, tuple) or (value is None and f.name == "goal_min_height_above_spawn"):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ConfigError(f"SimToolRealConfig.{f.name} must be a finite float, got {value!r}")
@@ -129,6 +136,15 @@ class SimToolRealConfig:
             if value < 0:
                 raise ConfigError(f"SimToolRealConfig.{f.name} must be >= 0, got {value!r}")
         self._check_ranges()
+
+    @property
+    def goal_floor_above_spawn(self) -> float:
+        """How far above the spawn height first goals are raised to: `goal_min_height_above_spawn`,
+        or where it is None the source's ``-liftingBonusOffset + liftingBonusThreshold`` (first
+        goals start where the tool counts as lifted)."""
+        if self.goal_min_height_above_spawn is not None:
+            return self.goal_min_height_above_spawn
+        return -self.lift_offset + self.lift_threshold
 
     def _check_ranges(self) -> None:
         for name in ("arm_moving_average", "hand_moving_average", "tolerance_decay"):

@@ -2,13 +2,13 @@
 
 Rule, per control step (the source's order): first the step counter advances and, once at least
 `interval` steps have passed since the last tightening (or since the start), the curriculum looks
-at the mean over envs of each env's MOST RECENT finished episode's success count, an env that has
-not finished an episode yet counting 0. If that mean is >= `min_successes` the tolerance is
-multiplied by `decay` (floored at `minimum`) and the interval restarts; otherwise it looks again at
-the next step. Then the step is evaluated with the (possibly new) tolerance, and the episodes that
-finished in it are recorded for the next steps. So an episode's successes count from the step
-after it ends, as in the source, where they are recorded when the env resets at the start of the
-next step.
+at the mean over envs of each env's latest RECORDED success count, an env with none recorded yet
+counting 0. If that mean is >= `min_successes` the tolerance is multiplied by `decay` (floored at
+`minimum`) and the interval restarts; otherwise it looks again at the next step. Then the step is
+evaluated with the (possibly new) tolerance. A count is recorded (`finish`) for an episode that
+ends in a step, and at every reset of an env, as the source's reset_idx records its
+prev_episode_successes: so an episode cut short by ``reset()``, a reset mask or a simulation error
+counts too, and an episode's successes count from the step after it ends, as in the source.
 
 Shards. Under torchrun each process owns a slice of the envs (``env_id_offset``). Without a
 reducer every process runs its own curriculum on its own envs. With a reducer (`Reducer`) the mean
@@ -36,9 +36,9 @@ class ToleranceCurriculum:
     """The tolerance curriculum over `num_envs` envs (see the module docstring).
 
     Call `begin_step()` once per control step before the tolerance is used, and `finish(rows,
-    successes)` with the episodes that finished in that step. `tolerance` is the current value, a
-    0-d array in the env's namespace (on a device it never leaves it: the rule runs as array ops),
-    `last_successes` (num_envs,) each env's most recent finished episode's success count.
+    successes)` with the episodes that ended in that step and at each reset. `tolerance` is the
+    current value, a 0-d array in the env's namespace (on a device it never leaves it: the rule runs
+    as array ops), `last_successes` (num_envs,) each env's latest recorded success count.
     like: an array of the env's namespace and device (None: numpy on the host).
     """
 
@@ -107,6 +107,6 @@ class ToleranceCurriculum:
         return bool(tighten) if xp is np else tighten
 
     def finish(self, rows: Rows, successes: Any) -> None:
-        """Record the success counts (the selection's rows) of the episodes of `rows` that finished in
-        this step."""
+        """Record the success counts (the selection's rows) of the episodes of `rows` that ended in
+        this step, or that a reset ends now."""
         Rows.of(rows, self.last_successes.shape[0]).put(self.last_successes, successes)

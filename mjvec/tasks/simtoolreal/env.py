@@ -1,4 +1,5 @@
-"""SimToolReal-v0: move one of 600 procedural tools to random 6-D goal poses with an arm + hand.
+"""SimToolReal-v0: move one procedural tool (of 600, or of the source's 1,200) to random 6-D goal poses
+with an arm + hand.
 
 Faithful to the authors' Isaac Gym task (docs/simtoolreal.md states the rules and lists the
 deliberate deviations). Per control step
@@ -28,7 +29,8 @@ Hooks declared for the randomization wrappers (`mjvec.contract`): `EnvHooks` (fr
 `MjVecEnv`), `ObservationLayoutHooks`, `ObjectPoseHooks`, `ObjectScaleHooks`, `PushHooks` (pushes act
 on the object body, only while the object is lifted, scaled by the tool's own mass or by the
 paper run's reference mass), `PushReferenceMassHooks` and `GoalSegmentHooks` (the step counter
-the source's delay queues refill on), each implemented below over the task's records.
+the source's delay queues refill on), each implemented below over the task's records; and the
+deployment declarations of the policy contract (`deployment.DeploymentHooks`).
 
 Structure. The env holds records and runs the phases; the computing is done by pure functions:
 `indices.TaskIndices` (model ids and per-env tool arrays, built once by `build_indices`),
@@ -57,18 +59,19 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from mjvec.assets.tools import ToolCatalog, source_env0_tool
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
-from mjvec.tasks.simtoolreal import cameras as cam
-from mjvec.tasks.simtoolreal import scene as S
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import cameras as tool_cameras
+from mjvec.tasks.simtoolreal import scene as tool_scene
+from mjvec.tasks.simtoolreal import terms as tool_terms
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog, source_env0_tool
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.curriculum import Reducer
+from mjvec.tasks.simtoolreal.deployment import DeploymentHooks
 from mjvec.tasks.simtoolreal.indices import bind_views, build_indices
 from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, policy_and_critic
-from mjvec.tasks.simtoolreal.state import initial_state, new_state
+from mjvec.tasks.simtoolreal.state import initial_state, new_state, refresh_object_com, refresh_table
 from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, commit, evaluate, measure, object_pose
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
 from mjvec.xp import Rows
@@ -102,7 +105,7 @@ def _fields(record: str, count: int) -> tuple[_Field, ...]:
 
 # VectorEnv is named again among the bases for libraries that recognise a Gymnasium env by the
 # module of its class's direct bases (skrl's wrap_env).
-class SimToolRealEnv(MjVecEnv, VectorEnv):
+class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     """The SimToolReal task over any backend (see the module docstring).
 
     backend: a `Backend` whose scene's variant v is `scene_spec(v, tool_geometry, catalog)`.
@@ -113,8 +116,10 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     Records: `indices` (`TaskIndices`), `views` (`SimViews`), `task_state` (`TaskState`).
     Attributes (fields of those records): `object_scales`, `object_mass`, `handle_dims`, `tool_ids`
     (per env, fixed), `object_body_id`, `joint_lower` / `joint_upper`, `default_joint_pos`,
-    `spawn_pos`; `targets` (PD targets), `lifted`, `near_goal_steps`, `successes`, `progress`,
-    `closest_fingertip_dist`, `closest_keypoint_dist`, `last_reward`, `curriculum`; and
+    `spawn_pos` (over the table at its compiled height; each env's spawn height, which follows a
+    randomized table, is ``task_state.spawn_z``); `targets` (PD targets), `lifted`,
+    `near_goal_steps`, `successes`, `progress`, `closest_fingertip_dist`, `closest_keypoint_dist`,
+    `last_reward`, `curriculum`; and
     `policy_layout` / `critic_layout` ((name, width) blocks of the observations), `goal_pos` /
     `goal_quat` (wxyz), `tolerance`; the wrapper hooks are listed in the module docstring.
 
@@ -124,7 +129,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     lifted, tool_id.
     """
 
-    render_camera = S.CAMERA_NAME
+    render_camera = tool_scene.CAMERA_NAME
     policy_layout = POLICY_LAYOUT
     critic_layout = CRITIC_LAYOUT
     object_scales, object_mass, handle_dims, tool_ids, object_body_id = _fields("indices", 5)
@@ -151,7 +156,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self.obs_mode = obs_mode
         self.catalog = catalog
         self.tool_geometry = tool_geometry
-        action_space = gym.spaces.Box(-1.0, 1.0, (tm.NUM_JOINTS,), np.float32)
+        action_space = gym.spaces.Box(-1.0, 1.0, (tool_terms.NUM_JOINTS,), np.float32)
         super().__init__(
             backend,
             single_observation_space=observation_space(obs_mode, cfg.obs_clip),
@@ -166,19 +171,19 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         self.indices = build_indices(backend.model, catalog, tool_ids, cfg, self.asarray, backend.qpos.dtype)
         self._act_ids = self.indices.act_ids  # (named by the reset's ctrl write)
         # The task's progress counter IS the base's episode_steps (see the module docstring).
-        self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self._like,
+        self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self.arrays.like,
                                     self._critic, progress=self.episode_steps)
         self.views = bind_views(backend, self.bound_fields(obs_mode))
         # The critic's measurement of every env: the step's, with the rows reset or given a new goal
         # since re-measured (None without the critic: nothing reads it between steps).
-        self._measured = self._measure(self._all_rows) if self._critic else None
-        self._slots.declare("object_pose")
-        self._slots.declare("object_scales")
+        self._measured = self._measure(self.all_rows) if self._critic else None
+        self.slots.declare("object_pose")
+        self.slots.declare("object_scales")
 
     @classmethod
     def task_cameras(cls, options: Any) -> tuple:
         """Camera observations' cameras: "table" (fixed) and "wrist" (on the palm); see `cameras`."""
-        return cam.CAMERAS
+        return tool_cameras.CAMERAS
 
     # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
     @classmethod
@@ -244,21 +249,21 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         """ObjectPoseHooks: the policy's object pose becomes `source()` ((N, 3), (N, 4) wxyz);
         returns the release. One source at a time (a second raises ConfigError). The critic and the
         reward keep the true pose."""
-        return self._slots.fill("object_pose", source)
+        return self.slots.fill("object_pose", source)
 
     def set_object_scale_source(self, source: Callable[[], Any]) -> Callable[[], None]:
         """ObjectScaleHooks: the observed grasp-box scales become `source()` ((N, 3)); returns the
         release (one at a time)."""
-        return self._slots.fill("object_scales", source)
+        return self.slots.fill("object_scales", source)
 
     def observed_object_pose(self) -> tuple[Any, Any]:
         """The object pose the POLICY sees now: the slot's source, or the true pose."""
-        source = self._slots.get("object_pose")
+        source = self.slots.get("object_pose")
         return self.true_object_pose() if source is None else source()
 
     def observed_object_scales(self) -> Any:
         """(N, 3) grasp-box scales the policy sees (and obs keypoints use): the slot's source, or the true ones."""
-        source = self._slots.get("object_scales")
+        source = self.slots.get("object_scales")
         return self.indices.object_scales if source is None else source()
 
     @property
@@ -291,7 +296,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     def _apply_action(self, actions: Any) -> None:
         cfg, state = self.cfg, self.task_state
         # A fresh array each step (see TaskState): copying it into the old one would cost a pass.
-        state.targets = tm.compute_joint_targets(
+        state.targets = tool_terms.compute_joint_targets(
             actions, state.targets, self.indices.joint_lower, self.indices.joint_upper,
             arm_step=cfg.dof_speed_scale * self.control_dt,
             arm_moving_average=cfg.arm_moving_average, hand_moving_average=cfg.hand_moving_average,
@@ -301,7 +306,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         xp, state = self.xp, self.task_state
         state.curriculum.begin_step()  # before the tolerance is used, as in the source
-        measured = self._measure(self._all_rows)
+        measured = self._measure(self.all_rows)
         terms = evaluate(self.cfg, self.indices, state, measured, self.backend.qvel, state.curriculum.tolerance,
                          active)
         if self._critic:
@@ -326,7 +331,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
 
     def _observe(self) -> Any:
         scales = self.xp.astype(self.observed_object_scales(), self.indices.dtype)
-        source = self._slots.get("object_pose")
+        source = self.slots.get("object_pose")
         observed = self.true_object_pose() if source is None else source()
         true = observed if source is None or not self._critic else self.true_object_pose()
         obs = ObsInputs(self.cfg, self.indices, self.views, self.task_state, self.backend.qpos, self.backend.qvel,
@@ -346,7 +351,7 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
     def _next_goal(self, rows: Rows) -> None:
         """Replace the goals of these envs by delta goals; re-arm their progress tracking."""
         state = self.task_state
-        pos, quat = tm.sample_delta_goal(self.rng, rows, rows.take(state.goal_pos), rows.take(state.goal_quat),
+        pos, quat = tool_terms.sample_delta_goal(self.rng, rows, rows.take(state.goal_pos), rows.take(state.goal_quat),
                                          self.cfg)
         self._set_goal(rows, pos, quat)
         if self._critic:
@@ -367,22 +372,27 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         rows.put(self.views.mocap_quat[:, idx.goal_mocap], quat)
 
     def _reset_envs(self, rows: Rows) -> None:
-        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, self._device_of())
+        state = self.task_state
+        # The spawn follows the table (its height randomized by a reset event that already ran), as
+        # the source's object_init_state does; so do the lift reference and the first goal's floor.
+        refresh_table(state, self.backend, self.indices, self.asarray)
+        rows.put(state.spawn_z, rows.take(state.table_z) + tool_scene.SPAWN_ABOVE_TABLE_CENTRE)
+        spawn_z = rows.take(state.spawn_z)
+        qpos, qvel, joint_pos = initial_state(self.rng, rows, self.cfg, self.indices, spawn_z, self.arrays.device)
         xp = self.xp
-        ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self._device_of())
+        ctrl = xp.zeros((rows.size, self.backend.model.nu), dtype=self.indices.dtype, device=self.arrays.device)
         ctrl[:, self._act_ids] = joint_pos
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl)
         rows.put(self.targets, joint_pos)
-        goal_pos, goal_quat = tm.sample_first_goal(self.rng, rows, self.cfg, self.indices.spawn_z)
+        goal_pos, goal_quat = tool_terms.sample_first_goal(self.rng, rows, self.cfg, spawn_z)
         self._set_goal(rows, goal_pos, goal_quat)
         # The source records every env's success count at each of its resets, so an episode cut short
         # (by reset(), a reset mask or a simulation error) counts too; one that ended in a step was
         # already recorded then, with the same count.
-        state = self.task_state
         state.curriculum.finish(rows, rows.take(xp.astype(state.successes, xp.float64)))
         state.start_episode(rows)
         if self._critic:
-            self._refresh_object_com()
+            refresh_object_com(state, self.backend, self.indices, self.asarray)
             self._measured = self._measured.with_rows(rows, self._measure(rows))
 
     def _measure(self, rows: Rows) -> Any:
@@ -390,14 +400,6 @@ class SimToolRealEnv(MjVecEnv, VectorEnv):
         return measure(self.indices, rows.take(self.backend.qpos), rows.take(self.views.site_xpos),
                        rows.take(self.task_state.goal_kp_fixed))
 
-    def _refresh_object_com(self) -> None:
-        """Re-read the object-frame COM offsets after a write to body_ipos (a COM randomization term):
-        the backend counts its writes per field, so this reads nothing back while none happen."""
-        state, version = self.task_state, self.backend.field_version("body_ipos")
-        if version != state.com_version:
-            ipos = self.backend.field_values("body_ipos")[:, self.indices.object_body_id]
-            state.object_com[...] = self.asarray(ipos, self.indices.dtype)
-            state.com_version = version
 
 
 def _read_only(value: Any) -> Any:

@@ -16,11 +16,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.assets import robot as R
-from mjvec.assets.tools import ToolCatalog
+from mjvec.assets import robot
 from mjvec.errors import ConfigError
-from mjvec.tasks.simtoolreal import scene as S
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import scene as tool_scene
+from mjvec.tasks.simtoolreal import terms as tool_terms
+from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 
 Array = Any  # an array of the state's namespace (numpy, or torch on a device)
@@ -38,8 +38,9 @@ class TaskIndices:
     free-joint addresses; `object_body_id`; `palm_site`, `palm_body` (the site's body), `palm_root`
     (its kinematic tree's root body); `tip_sites` (F,) fingertip site ids; `goal_mocap` the goal
     ghost's mocap index; `qpos0` (nq,) and `nv`; `spawn_pos` (3,) the object's spawn centre
-    (`spawn_z` its height as a host float); `dtype` the state's float dtype, which the task
-    computes in.
+    over the table at its compiled height (`spawn_z` that height as a host float; each env's own
+    spawn height, which follows its table, is `TaskState.spawn_z`); `table_geom` the table's geom
+    id; `dtype` the state's float dtype, which the task computes in.
 
     Tools: `tool_ids` (N,) host int64, read-only; `tool_id_array` the same where the state lives;
     `object_scales`, `handle_dims` (N, 3) and `object_mass` (N,) from the catalog (read-only on
@@ -65,6 +66,7 @@ class TaskIndices:
     nv: int
     spawn_pos: Array
     spawn_z: float
+    table_geom: int
     dtype: Any
     tool_ids: np.ndarray
     tool_id_array: Array
@@ -112,36 +114,37 @@ def build_indices(model: mujoco.MjModel, catalog: ToolCatalog, tool_ids: np.ndar
     def index(ids: list[int]) -> Array:
         return asarray(np.asarray(ids, np.int64))
 
-    jnt_ids = np.array([joint(n).id for n in R.JOINT_NAMES], np.int64)
+    jnt_ids = np.array([joint(n).id for n in robot.JOINT_NAMES], np.int64)
     lower, upper = model.jnt_range[jnt_ids, 0], model.jnt_range[jnt_ids, 1]
-    obj = joint(S.OBJECT_JOINT_NAME)
-    palm_site = int(model.site(R.PALM_SITE_NAME).id)
+    obj = joint(tool_scene.OBJECT_JOINT_NAME)
+    palm_site = int(model.site(robot.PALM_SITE_NAME).id)
     palm_body = int(model.site_bodyid[palm_site])
-    goal_mocap = int(model.body_mocapid[model.body(S.GOAL_BODY_NAME).id])
+    goal_mocap = int(model.body_mocapid[model.body(tool_scene.GOAL_BODY_NAME).id])
     if goal_mocap < 0:
-        raise ConfigError(f"body {S.GOAL_BODY_NAME!r} must be a mocap body")
+        raise ConfigError(f"body {tool_scene.GOAL_BODY_NAME!r} must be a mocap body")
     return TaskIndices(
-        jnt_qpos=index([joint(n).qposadr[0] for n in R.JOINT_NAMES]),
-        jnt_dof=index([joint(n).dofadr[0] for n in R.JOINT_NAMES]),
-        act_ids=index([model.actuator(n).id for n in R.ACTUATOR_NAMES]),
+        jnt_qpos=index([joint(n).qposadr[0] for n in robot.JOINT_NAMES]),
+        jnt_dof=index([joint(n).dofadr[0] for n in robot.JOINT_NAMES]),
+        act_ids=index([model.actuator(n).id for n in robot.ACTUATOR_NAMES]),
         joint_lower=asarray(lower, dtype),
         joint_upper=asarray(upper, dtype),
-        default_joint_pos=asarray(np.clip(np.asarray(R.DEFAULT_JOINT_POS, np.float64), lower, upper), dtype),
+        default_joint_pos=asarray(np.clip(np.asarray(robot.DEFAULT_JOINT_POS, np.float64), lower, upper), dtype),
         obj_qpos=int(obj.qposadr[0]),
         obj_dof=int(obj.dofadr[0]),
-        object_body_id=int(model.body(S.OBJECT_BODY_NAME).id),
+        object_body_id=int(model.body(tool_scene.OBJECT_BODY_NAME).id),
         palm_site=palm_site,
         palm_body=palm_body,
         palm_root=int(model.body_rootid[palm_body]),
-        tip_sites=index([model.site(n).id for n in R.FINGERTIP_SITE_NAMES]),
+        tip_sites=index([model.site(n).id for n in robot.FINGERTIP_SITE_NAMES]),
         goal_mocap=goal_mocap,
         qpos0=asarray(model.qpos0, dtype),
         nv=int(model.nv),
-        spawn_pos=asarray(S.OBJECT_SPAWN_POS, dtype),
-        spawn_z=float(S.OBJECT_SPAWN_POS[2]),
+        spawn_pos=asarray(tool_scene.OBJECT_SPAWN_POS, dtype),
+        spawn_z=float(tool_scene.OBJECT_SPAWN_POS[2]),
+        table_geom=int(model.geom(tool_scene.TABLE_GEOM_NAME).id),
         dtype=dtype,
         **_tool_arrays(catalog, tool_ids, asarray, dtype),
-        fixed_offsets=tm.keypoint_offsets(asarray(cfg.fixed_keypoint_size, dtype), cfg.keypoint_scale)[None],
+        fixed_offsets=tool_terms.keypoint_offsets(asarray(cfg.fixed_keypoint_size, dtype), cfg.keypoint_scale)[None],
     )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from mjvec import portable
 from mjvec.rotations import canonical_quat
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, SimViews, TaskIndices
 from mjvec.tasks.simtoolreal.state import TaskState
@@ -54,13 +54,13 @@ def policy_and_critic(obs: ObsInputs, critic: bool) -> Any:
     """(N, 140) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 162)}."""
     cfg, idx = obs.cfg, obs.indices
     palm_pos = obs.views.site_xpos[:, idx.palm_site]
-    offsets = tm.keypoint_offsets(obs.scales * cfg.object_base_size, cfg.keypoint_scale)
-    kp_goal = tm.keypoints_from_rot(obs.state.goal_pos, obs.state.goal_rot, offsets)
+    offsets = tool_terms.keypoint_offsets(obs.scales * cfg.object_base_size, cfg.keypoint_scale)
+    kp_goal = tool_terms.keypoints_from_rot(obs.state.goal_pos, obs.state.goal_rot, offsets)
     shared = robot_blocks(obs, palm_pos)
     seen = object_blocks(palm_pos, *obs.observed, offsets, kp_goal)
     # The source hands the policy its object orientation through a rotation-matrix round trip that
     # returns w >= 0 (q and -q are one rotation); the critic reads the simulator's quaternion as is.
-    policy_rot = {"object_rot": tm.wxyz_to_xyzw(canonical_quat(obs.observed[1]))}
+    policy_rot = {"object_rot": tool_terms.wxyz_to_xyzw(canonical_quat(obs.observed[1]))}
     policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen, policy_rot)
     if not critic:
         return policy
@@ -84,13 +84,13 @@ def robot_blocks(obs: ObsInputs, palm_pos: Array) -> Blocks:
     """The policy terms that do not depend on the object pose."""
     idx, views = obs.indices, obs.views
     xp = namespace_of(obs.qpos)
-    joint_pos = tm.unscale_from_limits(obs.qpos[:, idx.jnt_qpos], idx.joint_lower, idx.joint_upper)
+    joint_pos = tool_terms.unscale_from_limits(obs.qpos[:, idx.jnt_qpos], idx.joint_lower, idx.joint_upper)
     return {
         "joint_pos": xp.clip(joint_pos, -1.0, 1.0),
         "joint_vel": obs.qvel[:, idx.jnt_dof],
         "prev_action_targets": obs.state.targets,
         "palm_pos": palm_pos,
-        "palm_rot": tm.wxyz_to_xyzw(views.xquat[:, idx.palm_body]),
+        "palm_rot": tool_terms.wxyz_to_xyzw(views.xquat[:, idx.palm_body]),
         "fingertip_pos_rel_palm": views.site_xpos[:, idx.tip_sites] - palm_pos[:, None],
         "object_scales": obs.scales,
     }
@@ -99,9 +99,9 @@ def robot_blocks(obs: ObsInputs, palm_pos: Array) -> Blocks:
 def object_blocks(palm_pos: Array, obj_pos: Array, obj_quat: Array, offsets: Array, kp_goal: Array) -> Blocks:
     """The policy terms of an object pose (the observed one, or the true one for the critic), with
     the observed grasp-box keypoint `offsets` (N, 4, 3) and the goal's keypoints `kp_goal` of them."""
-    kp_obj = tm.keypoint_positions(obj_pos, obj_quat, offsets)
+    kp_obj = tool_terms.keypoint_positions(obj_pos, obj_quat, offsets)
     return {
-        "object_rot": tm.wxyz_to_xyzw(obj_quat),
+        "object_rot": tool_terms.wxyz_to_xyzw(obj_quat),
         "keypoints_rel_palm": kp_obj - palm_pos[:, None],
         "keypoints_rel_goal": kp_obj - kp_goal,
     }
@@ -116,12 +116,12 @@ def critic_blocks(obs: ObsInputs) -> Blocks:
     v, d = obs.qvel, idx.obj_dof
     ang = views.cvel[:, idx.palm_body, :3]
     lever = views.site_xpos[:, idx.palm_site] - views.subtree_com[:, idx.palm_root]
-    obj_ang = tm.quat_rotate(obj_quat, v[:, d + 3:d + 6])
-    obj_lin = tm.object_com_velocity(v[:, d:d + 3], obj_ang, obj_quat, state.object_com)
+    obj_ang = tool_terms.quat_rotate(obj_quat, v[:, d + 3:d + 6])
+    obj_lin = tool_terms.object_com_velocity(v[:, d:d + 3], obj_ang, obj_quat, state.object_com)
     closest_tip = xp.where(state.closest_fingertip_dist < 0, seen.fingertip_dist, state.closest_fingertip_dist)
     closest_kp = xp.where(state.closest_keypoint_dist < 0, seen.keypoint_dist, state.closest_keypoint_dist)
     return {
-        "palm_vel": xp.concat([views.cvel[:, idx.palm_body, 3:] + tm.cross(ang, lever), ang], axis=1),
+        "palm_vel": xp.concat([views.cvel[:, idx.palm_body, 3:] + tool_terms.cross(ang, lever), ang], axis=1),
         "object_vel": xp.concat([obj_lin, obj_ang], axis=1),
         "closest_keypoint_max_dist": closest_kp,
         "closest_fingertip_dist": closest_tip,

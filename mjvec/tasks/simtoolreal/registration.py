@@ -8,8 +8,8 @@ After ``import mjvec``:
   over a one-env vector env with autoreset disabled).
 
 The accepted options are the fields of `SimToolRealOptions`: the shared `TaskOptions` plus
-obs_mode, num_tools, tool_geometry and config; anything else raises `ConfigError` naming the
-allowed set.
+obs_mode, tool_pool, num_tools, tool_geometry and config; anything else raises `ConfigError` naming
+the allowed set.
 """
 
 from __future__ import annotations
@@ -21,20 +21,20 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mjvec.assets.tools import TOOL_GEOMETRIES
 from mjvec.envs.registry import Task, TaskOptions, register_once
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm
+from mjvec.tasks.simtoolreal.catalog.tools import TOOL_GEOMETRIES
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.env import SimToolRealEnv
 from mjvec.tasks.simtoolreal.presets import paper
-from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
+from mjvec.tasks.simtoolreal.scene import TOOL_POOLS, default_catalog, pool_catalog, scene_spec
 from mjvec.tasks.simtoolreal.terms import OBS_MODES
 
 __all__ = ["ENV_ID", "MAX_TOOLS", "SimToolRealOptions", "default_catalog", "register_envs", "task"]
 
 ENV_ID = "SimToolReal-v0"
-MAX_TOOLS = 600
+MAX_TOOLS = 600  # the default pool's size
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,11 @@ class SimToolRealOptions(TaskOptions):
     to the config's 599) plus:
 
     obs_mode: "policy" (Box(140)) or "asymmetric" (Dict(policy=140, critic=162)).
-    num_tools: tools in use, 1..600; env with global id g gets tool g % num_tools.
+    tool_pool: the tools drawn from: "mjvec" (default: 600 tools, 50 per distribution, the size of the
+        MuJoCo port in UniLab) or "source" (the authors' own 1,200, 100 per distribution, in their
+        order; `mjvec.tasks.simtoolreal.scene.pool_catalog`).
+    num_tools: tools in use, the first num_tools of the pool (1..its size; None: all of it); env
+        with global id g gets tool g % num_tools.
     tool_geometry: how tools are modelled ("primitive" or "mesh").
     config: task constants; None for the paper's.
     randomization: defaults to "paper" (the source's delays, noise and pushes;
@@ -57,7 +61,8 @@ class SimToolRealOptions(TaskOptions):
 
     randomization: str | tuple[EventTerm, ...] | None = "paper"
     obs_mode: str = "policy"
-    num_tools: int = MAX_TOOLS
+    tool_pool: str = "mjvec"
+    num_tools: int | None = None
     tool_geometry: str = "primitive"
     config: SimToolRealConfig | None = None
 
@@ -65,18 +70,30 @@ class SimToolRealOptions(TaskOptions):
         super().__post_init__()
         if self.obs_mode not in OBS_MODES:
             raise ConfigError(f"obs_mode={self.obs_mode!r} is not supported; allowed values are {allowed(OBS_MODES)}")
-        if not is_int(self.num_tools) or not 1 <= self.num_tools <= MAX_TOOLS:
+        if self.tool_pool not in TOOL_POOLS:
             raise ConfigError(
-                f"num_tools must be an int in [1, {MAX_TOOLS}] (the catalog has {MAX_TOOLS} tools), "
+                f"tool_pool={self.tool_pool!r} is not supported; allowed values are {allowed(TOOL_POOLS)}"
+            )
+        size = 12 * TOOL_POOLS[self.tool_pool]
+        num_tools = size if self.num_tools is None else self.num_tools
+        if not is_int(num_tools) or not 1 <= num_tools <= size:
+            hint = ("; tool_pool='source' has the authors' 1,200" if self.tool_pool == "mjvec" and is_int(num_tools)
+                    and size < num_tools <= 12 * TOOL_POOLS["source"] else "")
+            raise ConfigError(
+                f"num_tools must be an int in [1, {size}] (tool_pool={self.tool_pool!r} has {size} tools){hint}, "
                 f"got {self.num_tools!r}"
             )
-        object.__setattr__(self, "num_tools", int(self.num_tools))
+        object.__setattr__(self, "num_tools", int(num_tools))
         if self.tool_geometry not in TOOL_GEOMETRIES:
             raise ConfigError(
                 f"tool_geometry={self.tool_geometry!r} is not supported; allowed values are {allowed(TOOL_GEOMETRIES)}"
             )
         if self.config is not None and not isinstance(self.config, SimToolRealConfig):
             raise ConfigError(f"config must be a SimToolRealConfig or None, got {type(self.config).__name__}")
+
+    def effective_values(self) -> dict[str, Any]:
+        """`TaskOptions.effective_values` with ``config`` the config the task runs with (`task_config`)."""
+        return {**super().effective_values(), "config": self.task_config()}
 
     def task_config(self) -> SimToolRealConfig:
         cfg = SimToolRealConfig() if self.config is None else self.config
@@ -86,12 +103,13 @@ class SimToolRealOptions(TaskOptions):
 
 
 def _variants(opts: SimToolRealOptions) -> tuple[int, Any]:
-    return opts.num_tools, functools.partial(scene_spec, tool_geometry=opts.tool_geometry, catalog=default_catalog())
+    catalog = pool_catalog(opts.tool_pool)
+    return opts.num_tools, functools.partial(scene_spec, tool_geometry=opts.tool_geometry, catalog=catalog)
 
 
 def _env_kwargs(opts: SimToolRealOptions) -> dict[str, Any]:
-    return {"catalog": default_catalog(), "tool_geometry": opts.tool_geometry, "config": opts.task_config(),
-            "obs_mode": opts.obs_mode}
+    return {"catalog": pool_catalog(opts.tool_pool), "tool_geometry": opts.tool_geometry,
+            "config": opts.task_config(), "obs_mode": opts.obs_mode}
 
 
 def register_envs() -> Task:

@@ -16,10 +16,10 @@ import logging
 
 import mujoco
 
-from mjvec.assets._tool_geoms import add_tool_geoms
 from mjvec.assets.robot import DEFAULT_JOINT_POS, ENV_BIT, add_robot
-from mjvec.assets.tools import TOOL_GEOMETRIES, Tool, ToolCatalog
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal.catalog.geometry import add_tool_geoms
+from mjvec.tasks.simtoolreal.catalog.tools import SOURCE_PER_DISTRIBUTION, TOOL_GEOMETRIES, Tool, ToolCatalog
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +34,10 @@ OBJECT_BODY_NAME = "object"
 OBJECT_JOINT_NAME = "object_freejoint"
 # The source offsets the spawn from the table's CENTRE (its tableObjectZOffset over tableResetZ), not
 # from the table top: the tool starts a little above the surface and drops onto it. This height is
-# also the task's reference for the lift reward, `lifted` and the first goal's floor.
-OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_POS[2] + 0.25)
+# also the task's reference for the lift reward, `lifted` and the first goal's floor; all of them
+# follow the table where its height is randomized (the task re-reads the table at each reset).
+SPAWN_ABOVE_TABLE_CENTRE = 0.25
+OBJECT_SPAWN_POS = (0.0, 0.0, TABLE_POS[2] + SPAWN_ABOVE_TABLE_CENTRE)
 GOAL_BODY_NAME = "goal"
 # The ghost's pose before the first reset: the lowest first goal (the floor the task raises first
 # goals to, above the spawn height). Every reset moves it to the env's own goal.
@@ -117,10 +119,25 @@ def _base() -> mujoco.MjSpec:
     return spec
 
 
+# The tool pools SimToolReal-v0 can draw from (its ``tool_pool`` option): name -> tools per
+# distribution of the seed-42 catalog (12 distributions).
+TOOL_POOLS = {"mjvec": 50, "source": SOURCE_PER_DISTRIBUTION}
+
+
 @functools.lru_cache(maxsize=1)
 def default_catalog() -> ToolCatalog:
     """The 600-tool catalog (seed 42, 50 per distribution), built once per process."""
     return ToolCatalog()
+
+
+@functools.lru_cache(maxsize=len(TOOL_POOLS))
+def pool_catalog(pool: str) -> ToolCatalog:
+    """The catalog of a tool pool, built once per process: "mjvec" is `default_catalog()` (600
+    tools), "source" the authors' own 1,200-tool pool (seed 42, 100 per distribution, shuffled as
+    theirs: its tool 0 is `catalog.tools.source_env0_tool()`). Raises ConfigError for another name."""
+    if pool not in TOOL_POOLS:
+        raise ConfigError(f"tool_pool {pool!r} is not allowed; allowed values are {allowed(TOOL_POOLS)}")
+    return default_catalog() if pool == "mjvec" else ToolCatalog(42, TOOL_POOLS[pool])
 
 
 def scene_spec(tool_id: int, tool_geometry: str = "primitive", catalog: ToolCatalog | None = None) -> mujoco.MjSpec:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.tasks.simtoolreal import terms as tm
+from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, TaskIndices
 from mjvec.tasks.simtoolreal.state import TaskState
@@ -48,7 +48,7 @@ class Measurement:
     def with_goal(self, rows: Rows, goal_kp_fixed: Array) -> Measurement:
         """This measurement with the keypoint distances of `rows` taken to new goals (`goal_kp_fixed`:
         the selection's rows); the object was not moved."""
-        dist = tm.max_keypoint_distance(rows.take(self.object_keypoints), goal_kp_fixed)
+        dist = tool_terms.max_keypoint_distance(rows.take(self.object_keypoints), goal_kp_fixed)
         return replace(self, keypoint_dist=_with_rows(rows, self.keypoint_dist, dist))
 
 
@@ -68,13 +68,13 @@ def measure(indices: TaskIndices, qpos: Array, site_xpos: Array, goal_kp_fixed: 
     """Measure K envs from their qpos (K, nq), site positions (K, nsite, 3) and goal keypoints (K, 4, 3)."""
     xp = namespace_of(qpos)
     obj_pos, obj_quat = object_pose(indices, qpos)
-    keypoints = tm.keypoint_positions(obj_pos, obj_quat, indices.fixed_offsets)
+    keypoints = tool_terms.keypoint_positions(obj_pos, obj_quat, indices.fixed_offsets)
     return Measurement(
         obj_pos=obj_pos,
         obj_quat=obj_quat,
         object_keypoints=keypoints,
         fingertip_dist=xp.linalg.vector_norm(site_xpos[:, indices.tip_sites] - obj_pos[:, None], axis=-1),
-        keypoint_dist=tm.max_keypoint_distance(keypoints, goal_kp_fixed),
+        keypoint_dist=tool_terms.max_keypoint_distance(keypoints, goal_kp_fixed),
     )
 
 
@@ -107,13 +107,13 @@ def evaluate(cfg: SimToolRealConfig, indices: TaskIndices, state: TaskState, mea
     compute_reward order); `active` (N,) bool: the envs evaluated (only they may succeed)."""
     xp = namespace_of(qvel)
     obj_z = measured.obj_pos[:, 2]
-    lift, just_lifted, lifted = tm.lift_terms(obj_z, indices.spawn_z, state.lifted, offset=cfg.lift_offset,
+    lift, just_lifted, lifted = tool_terms.lift_terms(obj_z, state.spawn_z, state.lifted, offset=cfg.lift_offset,
                                               clip=cfg.lift_clip, threshold=cfg.lift_threshold)
-    approach, closest_tip = tm.approach_term(state.closest_fingertip_dist, measured.fingertip_dist, lifted,
+    approach, closest_tip = tool_terms.approach_term(state.closest_fingertip_dist, measured.fingertip_dist, lifted,
                                              clip=cfg.approach_clip)
-    progress_term, closest_kp = tm.keypoint_progress_term(state.closest_keypoint_dist, measured.keypoint_dist,
+    progress_term, closest_kp = tool_terms.keypoint_progress_term(state.closest_keypoint_dist, measured.keypoint_dist,
                                                           lifted, clip=cfg.keypoint_clip)
-    near_steps, success = tm.near_goal_update(state.near_goal_steps, measured.keypoint_dist, tolerance,
+    near_steps, success = tool_terms.near_goal_update(state.near_goal_steps, measured.keypoint_dist, tolerance,
                                               keypoint_scale=cfg.keypoint_scale, success_steps=cfg.success_steps)
     success = success & active
     terms = reward_terms(cfg, approach, lift, just_lifted, progress_term, success, qvel[:, indices.jnt_dof])
@@ -138,7 +138,7 @@ def reward_terms(cfg: SimToolRealConfig, approach: Array, lift: Array, just_lift
     """The weighted per-term rewards (`REWARD_TERMS` order) from the unweighted terms and the joint
     velocities (N, J)."""
     xp = namespace_of(approach)
-    arm_pen, hand_pen = tm.joint_speed_penalties(joint_vel, arm_weight=cfg.arm_speed_penalty,
+    arm_pen, hand_pen = tool_terms.joint_speed_penalties(joint_vel, arm_weight=cfg.arm_speed_penalty,
                                                  hand_weight=cfg.hand_speed_penalty)
     return {
         "approach": cfg.approach_weight * approach,

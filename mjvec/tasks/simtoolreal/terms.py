@@ -132,11 +132,12 @@ def compute_joint_targets(
 
 # ---- reward terms (unweighted) -------------------------------------------------------------
 def lift_terms(
-    z: Array, z_spawn: float, lifted_prev: Array, *, offset: float, clip: float, threshold: float,
+    z: Array, z_spawn: Any, lifted_prev: Array, *, offset: float, clip: float, threshold: float,
 ) -> tuple[Array, Array, Array]:
     """Lift shaping, the one-time lift event and the latched `lifted` flag.
 
-    z_lift = z - z_spawn + offset; lifted = lifted_prev | (z_lift > threshold).
+    z_spawn: each env's spawn height (N,), or one float. z_lift = z - z_spawn + offset;
+    lifted = lifted_prev | (z_lift > threshold).
     Returns (clip(z_lift, 0, clip) * ~lifted, just_lifted = lifted & ~lifted_prev, lifted).
     """
     xp = namespace_of(z)
@@ -193,16 +194,21 @@ def joint_speed_penalties(
 
 
 # ---- goals --------------------------------------------------------------------------------
-def first_goal(u: Array, quat: Array, low: Array, high: Array, min_z: float) -> tuple[Array, Array]:
+def first_goal(u: Array, quat: Array, low: Array, high: Array, min_z: Any) -> tuple[Array, Array]:
     """First goal of an episode from uniforms u (K, 3) in [0, 1) and a random quat (K, 4).
 
-    Position uniform in the box [low, high], then z raised to at least min_z (the source's
-    _clip_goal_z: spawn z - lift offset + lift threshold).
+    Position uniform in the box [low, high], then z raised to at least min_z (a float, or (K,) per
+    goal; the source's _clip_goal_z: the env's spawn z - lift offset + lift threshold).
     """
     xp = namespace_of(u)
     pos = low + u * (high - low)
-    pos = xp.concat([pos[:, :2], xp.clip(pos[:, 2:], min=min_z)], axis=1)
-    return pos, quat
+    z = pos[:, 2:]
+    if isinstance(min_z, float):
+        z = xp.clip(z, min=min_z)
+    else:
+        min_z = xp.reshape(xp.astype(min_z, pos.dtype), (-1, 1))
+        z = xp.where(z < min_z, min_z, z)
+    return xp.concat([pos[:, :2], z], axis=1), quat
 
 
 def delta_goal(
@@ -221,11 +227,15 @@ def delta_goal(
     return pos, quat_normalize(quat)
 
 
-def sample_first_goal(rng: EnvRandom, rows: Rows, cfg: SimToolRealConfig, spawn_z: float) -> tuple[Array, Array]:
-    """Draw first goals for `rows` from their own streams: (pos (rows, 3), quat (rows, 4) wxyz)."""
+def sample_first_goal(rng: EnvRandom, rows: Rows, cfg: SimToolRealConfig, spawn_z: Any) -> tuple[Array, Array]:
+    """Draw first goals for `rows` from their own streams: (pos (rows, 3), quat (rows, 4) wxyz).
+    spawn_z: the rows' spawn heights ((rows,), or one float)."""
     u = rng.uniform(rows, "goal/first_pos", 0.0, 1.0, (3,))
     quat = rng.quaternion(rows, "goal/first_quat")
-    min_z = spawn_z + cfg.goal_min_height_above_spawn  # the source's floor for the first goal
+    if cfg.goal_min_height_above_spawn is None:  # the source's floor, in its order of operations
+        min_z = spawn_z - cfg.lift_offset + cfg.lift_threshold
+    else:
+        min_z = spawn_z + cfg.goal_min_height_above_spawn
     return first_goal(u, quat, _like(cfg.goal_low, u), _like(cfg.goal_high, u), min_z)
 
 

@@ -15,8 +15,8 @@ import mujoco
 import numpy as np
 
 from mjvec import portable
-from mjvec.assets.tools import TOOL_GEOMETRIES, Tool
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal.catalog.tools import TOOL_GEOMETRIES, Tool
 
 TOOL_FRICTION = 0.5
 TOOL_RGBA = ((0.85, 0.55, 0.2, 1.0), (0.35, 0.35, 0.4, 1.0))  # handle, head
