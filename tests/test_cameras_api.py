@@ -144,7 +144,8 @@ def test_a_task_without_cameras_asks_for_one_and_gets_one_by_option():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"width": 0}, r"width must be an int in \[1, 1024\]"),
+    ({"width": 0}, r"CameraSpec\('c'\).width must be an int in \[1, 1024\], got 0"),
+    ({"existing": 1}, r"CameraSpec\('c'\).existing must be True or False, got 1"),
     ({"fovy": 180.0}, r"fovy must be in \(0, 180\)"),
     ({"mode": "orbit"}, r"mode 'orbit' is not one of"),
     ({"pos": (1.0, 2.0)}, r"pos must be 3 finite floats"),
@@ -163,7 +164,8 @@ def test_camera_spec_validates_each_field(kwargs, match):
     ({"depth_format": "int16"}, r"depth_format 'int16' is not one of"),
     ({"cameras": "palm"}, r"cameras must be a tuple of camera names or CameraSpecs.*write cameras=\('palm',\)"),
     ({"cameras": (3,)}, r"must be a non-empty tuple of names or CameraSpecs, got \[3\]"),
-    ({"size": (0, 4)}, r"size must be \(height, width\) of ints >= 1"),
+    ({"size": (0, 4)}, r"CameraObs.size\[0\] must be an int in \[1, 1024\], got 0"),
+    ({"size": 36}, r"CameraObs.size must be \(height, width\), got 36"),
 ])
 def test_camera_obs_validates_each_field(kwargs, match):
     with pytest.raises(ConfigError, match=match):

@@ -31,6 +31,7 @@ import mujoco
 import numpy as np
 
 from mjvec.errors import ConfigError, allowed
+from mjvec.validate import require_bool, require_int
 
 __all__ = ["CAMERA_MODES", "DEPTH_SENSOR_SUFFIX", "CameraSpec", "add_cameras", "depth_sensor_name", "look_at_quat"]
 
@@ -97,10 +98,8 @@ class CameraSpec:
             raise ConfigError(f"CameraSpec.name must be a non-empty str, got {self.name!r}")
         label = f"CameraSpec({self.name!r})"
         for what in ("width", "height"):
-            value = getattr(self, what)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_SIDE:
-                raise ConfigError(f"{label}.{what} must be an int in [1, {MAX_SIDE}] pixels, got {value!r}")
-            object.__setattr__(self, what, int(value))
+            object.__setattr__(self, what, require_int(getattr(self, what), f"{label}.{what}", low=1, high=MAX_SIDE))
+        object.__setattr__(self, "existing", require_bool(self.existing, f"{label}.existing"))
         if self.fovy is not None:
             fovy = _vector("fovy", (self.fovy,), 1)
             if fovy is None or not 0.0 < fovy[0] < 180.0:

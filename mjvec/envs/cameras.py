@@ -44,8 +44,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from mjvec.assets.cameras import CameraSpec, add_cameras
-from mjvec.errors import ConfigError, allowed, is_int
+from mjvec.assets.cameras import MAX_SIDE, CameraSpec, add_cameras
+from mjvec.errors import ConfigError, allowed
+from mjvec.validate import require_int
 
 __all__ = ["DEPTH_FORMATS", "IMAGE_MODES", "CameraObs", "CameraSetup", "camera_setup"]
 
@@ -94,10 +95,10 @@ class CameraObs:
                     f"CameraObs.cameras must be a non-empty tuple of names or CameraSpecs, got {bad or cameras}")
             object.__setattr__(self, "cameras", cameras)
         if self.size is not None:
-            size = tuple(self.size) if isinstance(self.size, (tuple, list)) else ()
-            if len(size) != 2 or not all(is_int(v) and v >= 1 for v in size):
-                raise ConfigError(f"CameraObs.size must be (height, width) of ints >= 1, got {self.size!r}")
-            object.__setattr__(self, "size", (int(size[0]), int(size[1])))
+            if not isinstance(self.size, (tuple, list)) or len(self.size) != 2:
+                raise ConfigError(f"CameraObs.size must be (height, width), got {self.size!r}")
+            object.__setattr__(self, "size", tuple(require_int(v, f"CameraObs.size[{i}]", low=1, high=MAX_SIDE)
+                                                   for i, v in enumerate(self.size)))
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -108,8 +109,7 @@ def parse_camera_options(cameras: Any, frame_stack: Any, render_every: Any, back
                          backend: str) -> CameraObs | None:
     """`TaskOptions`' camera keywords, checked (before anything is built): the request, or None."""
     for label, value in (("frame_stack", frame_stack), ("render_every", render_every)):
-        if not is_int(value) or value < 1:
-            raise ConfigError(f"{label} must be an int >= 1, got {value!r}")
+        require_int(value, label, low=1)
     if cameras is None:
         if frame_stack != 1 or render_every != 1:
             raise ConfigError(
