@@ -10,7 +10,8 @@ Order (a fresh machine's cold kernel compile is measured by the first part that 
    overflow check, the device task vs the host task, the no-sync spy, NaN action rows, determinism);
 4. throughput-<N> for each size: env, host-task env, backend, raw graph replay, task share, with
    and without deterministic=True (one part per size);
-5. memory (600 tools vs 1 at the largest size), first-step-warm, determinism (two same-seed runs).
+5. memory (600 tools vs 1 at the largest size), first-step-warm, determinism (two same-seed runs);
+6. cameras: RGB and depth frames/s at the two smallest sizes, 64x64 and 128x128 (`benchmarks.cameras --warp`).
 
 Three files land in --out (a lent machine hands back at most 8): gpu_run.log (this runner's lines,
 then each part's whole output), gpu_run.json (every part's command, exit status, seconds and
@@ -43,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]  # the project root: `tests` and `ben
 # The files holding device tests (the `device` marker); naming them keeps pytest from importing the
 # other test modules, whose RL-library imports the GPU machine's image does not carry.
 DEVICE_TEST_FILES = ("tests/test_backend_contract.py", "tests/test_backend_reset.py", "tests/test_backend_warp.py",
-                     "tests/test_device_task.py", "tests/test_determinism.py")
+                     "tests/test_device_task.py", "tests/test_determinism.py", "tests/test_cameras_warp.py")
 
 @dataclass
 class Part:
@@ -78,8 +79,15 @@ def _parts(args: argparse.Namespace, work: Path) -> list[Part]:
         Part("memory", [*gpu, "--part", "memory", "--num-envs", str(large)], 90, 20),
         Part("first-step-warm", [*gpu, "--part", "first-step", "--num-envs", str(small)], 45, 15),
         Part("determinism", [*gpu, "--part", "determinism", "--num-envs", str(small)], 60, 15),
+        # Camera observations: rgb and depth frames/s of the "table" camera, 64x64 and 128x128.
+        Part("cameras", [py, "-m", "benchmarks.cameras", "--warp", "--device", dev, "--tools", str(args.tools),
+                         "--sizes", *(str(n) for n in args.sizes[:2]), "--resolutions", "64", "128",
+                         "--steps", str(args.steps), "--repeats", str(args.repeats)], 150, 30),
     ]
     for part in parts:
+        if part.cmd[:3] == [py, "-m", "benchmarks.cameras"]:
+            part.json = work / f"{part.name}.json"
+            part.cmd += ["--json", str(part.json)]
         if part.cmd[:3] == [py, "-m", "benchmarks.gpu"]:
             part.json = work / f"{part.name}.json"
             part.cmd += ["--json", str(part.json)]

@@ -3,7 +3,12 @@
     python examples/train_sb3.py --num-envs 64 --total-timesteps 2000000
     python examples/train_sb3.py --env-id CubeRotate-v0 --randomization none
     python examples/train_sb3.py --env-id mjvec/HalfCheetah-v5 --randomization none   # Gymnasium's suite
+    python examples/train_sb3.py --env-id mjvec/Hopper-v5 --randomization none --cameras depth --frame-stack 2
     python examples/train_sb3.py --help
+
+With --cameras (depth on any backend; rgb, rgbd, segmentation on Warp) the observation is a Dict of
+the task's vector ("policy") and the images, the policy SB3's MultiInputPolicy (a NatureCNN per
+image, so --camera-size at least 36), and VecNormalize normalizes the "policy" vector only.
 
 The env runs in SAME_STEP autoreset mode (what SB3 expects) under `VecNormalize`. With many envs,
 keep `n_steps` small (16-64): one PPO iteration is num_envs x n_steps transitions. Everything goes
@@ -15,7 +20,8 @@ to --run-dir (default out/sb3_ppo/<time>):
   iteration's wall time (rollout + update); learning_curve.png from it when matplotlib is installed
 - tb/: TensorBoard (SB3's rollout/train scalars, plus rollout/success_rate per iteration)
 - final_model.zip, vecnormalize.pkl, args.json
-- eval.json: `evaluate_policy` of the final policy (deterministic) on held-out env ids
+- eval.json: `evaluate_policy` of the final policy (deterministic) on held-out env ids, next to a
+  uniformly random policy's return on the same envs
 - policy.gif: the final policy on the first --video-envs eval envs, drawn from env.render_grid()
 """
 
@@ -41,6 +47,7 @@ import numpy as np
 from tqdm import TqdmExperimentalWarning, tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
+from mjvec.envs.cameras import CameraObs
 from mjvec.errors import missing_extra
 from mjvec.integrations.video import write_gif
 
@@ -100,6 +107,12 @@ class Args:
     max_episode_steps: int | None = None
     """None: the task's (SimToolReal: 599 control steps)"""
     num_threads: int | None = None
+    cameras: Literal["none", "depth", "rgb", "rgbd", "segmentation"] = "none"
+    """camera observations over the task's own cameras (mjvec.envs.cameras)"""
+    camera_size: int = 36
+    """side of every camera image, pixels"""
+    frame_stack: int = 1
+    render_every: int = 1
     seed: int = 0
     device: str = "cpu"
     """torch device of the policy"""
@@ -184,6 +197,9 @@ class TimeLimit(BaseCallback):
 
 def make_env(args: Args, num_envs: int, *, env_id_offset: int = 0, render: bool = False) -> SB3VecEnv:
     extra = {} if args.num_tools is None else {"num_tools": args.num_tools}  # only for tasks that have it
+    if args.cameras != "none":
+        extra.update(cameras=CameraObs(args.cameras, size=(args.camera_size, args.camera_size)),
+                     frame_stack=args.frame_stack, render_every=args.render_every)
     env = gym.make_vec(
         args.env_id, num_envs=num_envs, num_threads=args.num_threads,
         randomization=None if args.randomization == "none" else args.randomization,
@@ -238,16 +254,34 @@ def record_video(model: PPO, env: VecNormalize, args: Args, path: Path) -> Path:
     return write_gif(path, frames, fps=base.metadata["render_fps"] / args.video_every)
 
 
+def random_policy_returns(env: VecNormalize, episodes: int, seed: int) -> list[float]:
+    """Returns of `episodes` episodes of uniformly random actions on `env` (its unnormalized rewards)."""
+    rng = np.random.default_rng(seed)
+    space = env.action_space
+    env.reset()
+    returns, running = [], np.zeros(env.num_envs)
+    while len(returns) < episodes:
+        _, _, dones, _ = env.step(rng.uniform(space.low, space.high, (env.num_envs, *space.shape)))
+        running += env.get_original_reward()
+        for i in np.flatnonzero(dones):
+            returns.append(float(running[i]))
+            running[i] = 0.0
+    return returns[:episodes]
+
+
 def main(args: Args) -> dict[str, Any]:
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     run_dir = args.run_dir or Path("out/sb3_ppo") / time.strftime("%Y%m%d-%H%M%S")
     (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), default=str, indent=2))
-    env = VecNormalize(make_env(args, args.num_envs), gamma=args.gamma)
+    images = args.cameras != "none"
+    keys = {"norm_obs_keys": ["policy"]} if images else {}  # images are not normalized: NatureCNN scales them
+    env = VecNormalize(make_env(args, args.num_envs), gamma=args.gamma, **keys)
     batch_size = args.batch_size or max(2, args.num_envs * args.n_steps // 4)
     model = PPO(
-        "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size, n_epochs=args.n_epochs,
+        "MultiInputPolicy" if images else "MlpPolicy", env, n_steps=args.n_steps, batch_size=batch_size,
+        n_epochs=args.n_epochs,
         learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda, clip_range=args.clip_range,
         ent_coef=args.ent_coef, vf_coef=args.vf_coef, max_grad_norm=args.max_grad_norm,
         policy_kwargs={"net_arch": list(args.net_arch), "log_std_init": args.log_std_init,
@@ -274,7 +308,7 @@ def main(args: Args) -> dict[str, Any]:
 
     # Held-out env ids (their own tools and random streams), the training normalization, frozen.
     eval_env = VecNormalize(make_env(args, args.eval_envs, env_id_offset=args.num_envs, render=True),
-                            training=False, norm_reward=False)
+                            training=False, norm_reward=False, **keys)
     eval_env.obs_rms = copy.deepcopy(env.obs_rms)
     eval_env.seed(args.seed + 1)
     log.info("evaluating the final policy: %d episodes on %d held-out envs", args.eval_episodes, args.eval_envs)
@@ -285,9 +319,12 @@ def main(args: Args) -> dict[str, Any]:
 
         returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
                                            return_episode_rewards=True, callback=count_episodes)
+    random_returns = random_policy_returns(eval_env, args.eval_episodes, args.seed)
     evaluation = {"episodes": len(returns), "return_mean": float(np.mean(returns)),
                   "return_std": float(np.std(returns)), "length_mean": float(np.mean(lengths)),
-                  "returns": [float(r) for r in returns], "lengths": [int(n) for n in lengths]}
+                  "returns": [float(r) for r in returns], "lengths": [int(n) for n in lengths],
+                  "random_return_mean": float(np.mean(random_returns)),
+                  "random_returns": [float(r) for r in random_returns]}
     (run_dir / "eval.json").write_text(json.dumps(evaluation, indent=2))
     log.info("recording policy.gif: %d steps of the first %d eval envs", args.video_steps,
              min(args.video_envs, args.eval_envs))
@@ -296,7 +333,8 @@ def main(args: Args) -> dict[str, Any]:
     eval_env.close()
     print(f"trained {model.num_timesteps} env steps in {train_s:.1f} s ({model.num_timesteps / train_s:,.0f} "
           f"env-steps/s incl. updates); eval return {evaluation['return_mean']:.2f} +- "
-          f"{evaluation['return_std']:.2f} over {evaluation['episodes']} episodes")
+          f"{evaluation['return_std']:.2f} over {evaluation['episodes']} episodes (a random policy: "
+          f"{evaluation['random_return_mean']:.2f})")
     print(f"run dir: {run_dir} (final_model.zip, vecnormalize.pkl, progress.csv, eval.json, {video.name}"
           f"{', ' + curve.name if curve else ''})")
     return {"run_dir": run_dir, "eval": evaluation, "video": video, "curve": curve}

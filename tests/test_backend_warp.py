@@ -245,7 +245,7 @@ def test_graph_captured_before_a_write_sees_it() -> None:
     for _ in range(5):
         be.step(2)  # captures the nstep=2 graph
         c.step(np.zeros((3, 2)), 2)
-    step_graph = be._engine.runtimes[0].graphs[("step", 2)]
+    step_graph = be._engine.runtimes[0].graphs[("step", 2, False)]  # (nstep, sensors at the last substep only)
     be.write_fields([FieldWrite("gravity", np.array([1]), None, np.array([[0.0, 0.0, 9.81]])),
                      FieldWrite("body_mass", np.array([2]), np.array([3]), be.defaults("body_mass")[[2]][:, [3]] * 3)])
     c.models[1].opt.gravity[:] = [0.0, 0.0, 9.81]
@@ -255,7 +255,7 @@ def test_graph_captured_before_a_write_sees_it() -> None:
     for _ in range(20):
         be.step(2)
         c.step(np.zeros((3, 2)), 2)
-    assert be._engine.runtimes[0].graphs[("step", 2)] is step_graph  # replayed, not re-captured
+    assert be._engine.runtimes[0].graphs[("step", 2, False)] is step_graph  # replayed, not re-captured
     assert np_of(be.qpos)[1, 4] > z0[1] + 0.01  # gravity flipped in world 1 only
     np.testing.assert_allclose(np_of(be.qpos), c.qpos(), rtol=0, atol=5e-7)  # measured 7.7e-8
 

@@ -8,18 +8,28 @@ import copy
 import mujoco
 import numpy as np
 import pytest
+from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 
 from mjvec.backends import fields as F
 from mjvec.backends.base import RecomputeLevel
 from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 MODEL = scene_spec(3).compile()
-OUTPUTS = [n for n in F.setconst_outputs() if np.asarray(getattr(MODEL, n)).size]
+# The SimToolReal scene has no light and no material: their fields are checked on Gymnasium's Hopper.
+LIT = load_spec(resolve_xml("hopper.xml")).compile()
+
+
+def _model_of(name: str) -> mujoco.MjModel:
+    value = getattr(MODEL.opt, name) if name in F.OPTION_FIELDS else getattr(MODEL, name)
+    return MODEL if np.asarray(value).size else LIT
 
 
 def _perturbed_outputs(name: str) -> list[str]:
     """The mj_setConst outputs that change when every entry of `name` moves (simple bodies' COM aside)."""
-    probe = copy.copy(MODEL)
+    model = _model_of(name)
+    assert np.asarray(getattr(model.opt, name) if name in F.OPTION_FIELDS else getattr(model, name)).size, name
+    outputs = [n for n in F.setconst_outputs() if np.asarray(getattr(model, n)).size]
+    probe = copy.copy(model)
     value = getattr(probe.opt, name) if name in F.OPTION_FIELDS else getattr(probe, name)
     movable = (probe.body_simple == 0) if name == "body_ipos" else np.ones(len(np.atleast_1d(value)), bool)
     if name in F.OPTION_FIELDS:
@@ -27,7 +37,7 @@ def _perturbed_outputs(name: str) -> list[str]:
     else:
         value[movable] = value[movable] * 1.1 + 0.01
     mujoco.mj_setConst(probe, mujoco.MjData(probe))
-    return [n for n in OUTPUTS if not np.array_equal(getattr(probe, n), getattr(MODEL, n))]
+    return [n for n in outputs if not np.array_equal(getattr(probe, n), getattr(model, n))]
 
 
 @pytest.mark.parametrize("name", F.WRITABLE_FIELDS + F.OPTION_FIELDS)

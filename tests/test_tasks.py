@@ -164,7 +164,8 @@ def test_shared_options_are_one_dataclass_for_every_task():
     shared = {f.name for f in dataclasses.fields(TaskOptions)}
     assert shared == {"backend", "num_threads", "device", "array_backend", "autoreset_mode", "render_mode",
                       "render_size", "env_id_offset", "randomization", "record_episode_statistics",
-                      "max_episode_steps", "task_namespace", "deterministic", "nconmax", "njmax"}
+                      "max_episode_steps", "task_namespace", "deterministic", "nconmax", "njmax", "cameras",
+                      "frame_stack", "render_every"}
     for env_id, task in registry.registered_tasks().items():
         assert issubclass(task.options, TaskOptions), env_id
         assert shared <= {f.name for f in dataclasses.fields(task.options)}

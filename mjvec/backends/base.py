@@ -67,11 +67,15 @@ _ENTITY_OF_PREFIX = (
     ("actuator_", "actuator"),
     ("site_", "site"),
     ("qpos0", "qpos"),
+    ("cam_", "camera"),
+    ("mat_", "material"),
+    ("light_", "light"),
 )
 
 
 def entity_of_field(name: str) -> str:
-    """The entity kind (body, geom, dof, joint, actuator, site, qpos, option) a field indexes."""
+    """The entity kind (body, geom, dof, joint, actuator, site, qpos, camera, material, light,
+    option) a field indexes."""
     for prefix, entity in _ENTITY_OF_PREFIX:
         if name.startswith(prefix):
             return entity
@@ -101,6 +105,10 @@ STATE_INPUTS = frozenset({"ctrl", "qfrc_applied", "xfrc_applied", "mocap_pos", "
 # What `Backend.reset` takes besides qpos/qvel: the MjData fields a task sets when an episode starts,
 # written after mj_resetData and before the reset's one forward.
 RESET_INPUTS = ("ctrl", "mocap_pos", "mocap_quat", "act")
+# What a camera observation can be made of (`Capabilities.images`): "depth" from MuJoCo's
+# camera-attached rangefinder sensors (z-depth per pixel, computed inside the physics step, with
+# each env's own model), "rgb" and "segmentation" from a batch renderer.
+IMAGE_KINDS = ("depth", "rgb", "segmentation")
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,9 @@ class Capabilities:
     inputs: the MjData state inputs `write_input` accepts; applied at the next step.
     determinism: the key of `DETERMINISM` this backend keeps, as built (its `deterministic`
         option included): what a second run with the same seed and actions reproduces.
+    images: the `IMAGE_KINDS` this backend produces for camera observations: "depth" where it
+        computes MuJoCo's sensors (see `Backend.sense`), "rgb" and "segmentation" where it has a
+        batch renderer (`Backend.image_renderer`).
     """
 
     backend: str
@@ -124,8 +135,15 @@ class Capabilities:
     exact_variants: bool
     inputs: frozenset[str] = STATE_INPUTS
     determinism: str = "none"
+    images: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        unknown = sorted(set(self.images) - set(IMAGE_KINDS))
+        if unknown:
+            raise ConfigError(
+                f"Capabilities.images has {unknown}, which are not image kinds; allowed values are "
+                f"{allowed(IMAGE_KINDS)}"
+            )
         if self.determinism not in DETERMINISM:
             raise ConfigError(
                 f"Capabilities.determinism={self.determinism!r} is not a determinism level; allowed values are "
@@ -380,6 +398,41 @@ class Backend(Protocol):
         ...
 
     def forward(self, env_ids: np.ndarray | None = None) -> None: ...
+
+    def sense(self, env_ids: Any) -> None:
+        """Compute MuJoCo's sensor stage (camera rangefinders included) only where it is read, from
+        this call on: in every reset and forward (for their envs), and in a `step` only at its last
+        substep (the state the other derived fields describe after a step) and only for the envs of
+        `env_ids` (a (num_envs,) bool mask, or None for all). A backend that cannot pick envs (a
+        device backend: its mask stays on the device) computes it for every env at the last substep.
+        Until the next call, the ``sensordata`` rows of envs not picked hold unspecified values.
+        Before the first call, sensors run at every substep, as in mj_step. Physics never reads a
+        sensor, so trajectories are unchanged."""
+        ...
+
+    def image_renderer(self, cameras: Sequence[str], kinds: frozenset[str]) -> Any:
+        """A batch renderer (`ImageRenderer`) of these model cameras for these kinds ("rgb",
+        "segmentation"; each in `capabilities.images`), or a CapabilityError naming a backend
+        that has one."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ImageRenderer(Protocol):
+    """Renders every env's cameras in one batch, each env with its own model (`Backend.image_renderer`).
+
+    `render()` draws the state each env's bound outputs describe now (after a step: the last
+    substep's start, as the depth sensors) and returns {kind: one (num_envs, H, W, 3) uint8 array
+    ("rgb") or (num_envs, H, W) int32 array of canonical geom ids, -1 for background
+    ("segmentation") per camera, in the order asked}, in the backend's array namespace and on its
+    device; the arrays are overwritten by the next render.
+    """
+
+    kinds: frozenset[str]
+
+    def render(self) -> dict[str, tuple[Any, ...]]: ...
 
     def close(self) -> None: ...
 

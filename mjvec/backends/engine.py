@@ -91,6 +91,15 @@ class Engine(Protocol):
     def forward(self, split: Split) -> None:
         """mj_forward of the rows of `split`; other rows' bound outputs stay as they were."""
 
+    def sense(self, rows: list[np.ndarray] | None) -> None:
+        """The sensor cadence (`GroupedBackend.sense`): rows[g], a bool per row of group g (None: every
+        row), computes MuJoCo's sensors at the last substep of the next step; resets and forwards
+        compute them for their rows. An engine that cannot pick rows computes them for all."""
+
+    def image_renderer(self, cameras: tuple[int, ...], kinds: frozenset[str]) -> Any:
+        """A batch renderer (`mjvec.backends.base.ImageRenderer`) of these camera ids for these
+        kinds (each in the engine's `Capabilities.images`, checked by the caller)."""
+
     def write_env_model(self, g: int, row: int, model: mujoco.MjModel) -> None:
         """Write row `row`'s model into `model`, a copy of group g's template."""
 

@@ -27,8 +27,8 @@ from mjvec.backends.base import FieldSpec, RecomputeLevel, entity_of_field
 _R = RecomputeLevel
 _READS, _WRITES = 1, 2  # the flags of MjModel._setconst_fields
 
-# Model arrays a backend may declare writable per env.
-WRITABLE_FIELDS = (
+# Model arrays a backend may declare writable per env: the physics...
+PHYSICS_FIELDS = (
     "body_mass", "body_inertia", "body_ipos", "body_pos",
     "geom_friction", "geom_size", "geom_pos", "geom_solref", "geom_solimp",
     "dof_damping", "dof_armature", "dof_frictionloss", "jnt_stiffness",
@@ -37,6 +37,17 @@ WRITABLE_FIELDS = (
     # moves each joint's zero, a calibration offset); the constants computed at qpos0 follow it.
     "qpos0",
 )
+# ...and what cameras see: camera poses and fields of view (a camera rangefinder's depth reads
+# them) and the visual fields mujoco-warp's batch renderer reads per world (colours, materials,
+# lights). mj_setConst derives the cameras' and lights' reference frames (cam_pos0, light_dir0,
+# ...) from their poses, so those writes recompute as any other. Material reflectance and light
+# attenuation are left out: neither engine's image path reads them per env.
+VISUAL_FIELDS = (
+    "cam_pos", "cam_quat", "cam_fovy",
+    "geom_rgba", "mat_rgba", "mat_specular", "mat_shininess", "mat_emission",
+    "light_pos", "light_dir", "light_diffuse", "light_ambient", "light_specular",
+)
+WRITABLE_FIELDS = PHYSICS_FIELDS + VISUAL_FIELDS
 # mjOption fields, per env. mj_setConst reads none of them (tests/test_fields.py checks each).
 OPTION_FIELDS = ("gravity",)
 

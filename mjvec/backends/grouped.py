@@ -313,6 +313,46 @@ class GroupedBackend(Lifetime):
         self._engine.forward(self._routing.split(np.arange(self.num_envs) if ids is None else ids))
         self._views.gather(ids)
 
+    # ---- camera images ---------------------------------------------------------------------
+    def sense(self, env_ids: Any) -> None:
+        """The sensor cadence (`mjvec.backends.base.Backend.sense`): MuJoCo's sensors run in resets,
+        forwards and the last substep of a step, there only for the envs of the (num_envs,) bool
+        mask `env_ids` (None: all). A device mask is not read: every env senses then."""
+        self._check_open()
+        if env_ids is None or _is_device_array(env_ids):
+            self._engine.sense(None)
+            return
+        mask = np.asarray(env_ids)
+        if mask.dtype != bool or mask.shape != (self.num_envs,):
+            raise ConfigError(
+                f"sense(env_ids) takes a ({self.num_envs},) bool mask or None, got dtype {mask.dtype} "
+                f"shape {mask.shape}"
+            )
+        self._engine.sense([mask[group.env_ids] for group in self._groups])
+
+    def image_renderer(self, cameras: Sequence[str], kinds: frozenset[str]) -> Any:
+        """A batch renderer of `cameras` for `kinds` (`mjvec.backends.base.ImageRenderer`); a
+        CapabilityError for a kind this backend does not render."""
+        self._check_open()
+        from mjvec.errors import CapabilityError
+
+        kinds = frozenset(kinds)
+        missing = sorted(kinds - (self._capabilities.images - {"depth"}))
+        if missing:
+            raise CapabilityError(
+                f"{missing} images need a batch renderer, which the {self._capabilities.backend!r} backend does not "
+                f"have (it makes {sorted(self._capabilities.images)} images); use backend='warp' (mujoco-warp's "
+                "batch renderer; device='cpu' runs it without a GPU), or cameras='depth'"
+            )
+        ids = []
+        for name in cameras:
+            cam = mujoco.mj_name2id(self._model, mujoco.mjtObj.mjOBJ_CAMERA, name)
+            if cam < 0:
+                names = [self._model.camera(i).name for i in range(self._model.ncam)]
+                raise ConfigError(f"image_renderer: the model has no camera {name!r}; its cameras are {names}")
+            ids.append(cam)
+        return self._engine.image_renderer(tuple(ids), kinds)
+
     # ---- rendering and lifetime -----------------------------------------------------------
     def env_template(self, env_id: int) -> mujoco.MjModel:
         """The template model of env `env_id`'s group (shared: copy it before writing into it)."""

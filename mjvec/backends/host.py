@@ -123,6 +123,10 @@ class HostViews:
                                               self.num_envs, env_ids, index, values)
         put_input(view, ids, rows, values)
 
+    def image_renderer(self, cameras: Sequence[str], kinds: frozenset[str]) -> Any:
+        """The wrapped backend's batch renderer, its images as host numpy arrays."""
+        return _HostImages(self._backend.image_renderer(cameras, kinds))
+
     def defaults(self, field_name: str) -> np.ndarray:
         return self._backend.defaults(field_name)
 
@@ -136,3 +140,17 @@ class HostViews:
         self._tensors.clear()
         self._host.clear()
         self._backend.close()
+
+
+class _HostImages:
+    """An `ImageRenderer` whose images are host numpy copies of a device renderer's."""
+
+    def __init__(self, renderer: Any) -> None:
+        self._renderer = renderer
+        self.kinds = renderer.kinds
+
+    def render(self) -> dict[str, tuple[np.ndarray, ...]]:
+        return {kind: tuple(np.asarray(to_host(a)) for a in arrays) for kind, arrays in self._renderer.render().items()}
+
+    def close(self) -> None:
+        self._renderer.close()

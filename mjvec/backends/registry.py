@@ -30,6 +30,8 @@ class BackendEntry:
     default_device: where state lives when no device is given; None if the backend takes no
         device (its state is always on the host).
     buffer_sizes: whether it takes ``nconmax``/``njmax`` (fixed-size contact and constraint buffers).
+    images: the image kinds it makes for camera observations, as its `Capabilities.images` declares
+        them (here so that a request for others is refused before anything is built).
     """
 
     name: str
@@ -39,13 +41,15 @@ class BackendEntry:
     default_device: str | None
     memory: str  # "module:function" of its per-env memory estimator (`mjvec.backends.memory`)
     buffer_sizes: bool = False
+    images: frozenset[str] = frozenset()
 
 
 BACKENDS: dict[str, BackendEntry] = {
     "cpu": BackendEntry("cpu", "mjvec.backends.cpu", "CpuBackend", threads=True, default_device=None,
-                        memory="mjvec.backends.memory:cpu_bytes_per_env"),
+                        memory="mjvec.backends.memory:cpu_bytes_per_env", images=frozenset({"depth"})),
     "warp": BackendEntry("warp", "mjvec.backends.warp", "WarpBackend", threads=False, default_device="cuda:0",
-                         memory="mjvec.backends.warp.memory:warp_bytes_per_env", buffer_sizes=True),
+                         memory="mjvec.backends.warp.memory:warp_bytes_per_env", buffer_sizes=True,
+                         images=frozenset({"depth", "rgb", "segmentation"})),
 }
 
 

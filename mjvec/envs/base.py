@@ -100,6 +100,9 @@ The base does everything Gymnasium expects of a vector env:
   indexed, each with its own variant's model (see `mjvec.envs.render`); ``render_grid`` tiles frames.
   Without a render mode, ``render()`` returns None with a warning (Gymnasium's convention) and
   ``render_grid`` raises `ConfigError`.
+- Camera observations (``camera_setup``, which `make_vec` builds from the ``cameras=`` option): the
+  observation becomes a Dict of the task's observation and its images, computed after each step's
+  physics and after each reset (`mjvec.envs.camera_images`); ``camera_images`` is None without them.
 - ``lifecycle``: the startup / reset / interval events wrappers subscribe to (`mjvec.contract.Lifecycle`).
 - Hooks for wrappers (`mjvec.contract.EnvHooks`): observation and action transforms,
   named one-source slots a task declares, and ``hook_registrations()`` counting all of them.
@@ -132,6 +135,7 @@ from gymnasium.vector.utils import batch_space
 from mjvec.backends.base import Backend
 from mjvec.contract import HookSlots, Lifecycle, ObsEvent
 from mjvec.envs.arguments import check_env_args, parse_autoreset_mode, parse_reset_options, parse_seed
+from mjvec.envs.camera_images import CameraImages
 from mjvec.envs.deployment import DeploymentMixin
 from mjvec.envs.guard import CallGuard, call_exclusive, exclusive, not_copyable
 from mjvec.envs.infos import check_task_info, masked_info
@@ -158,6 +162,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
     use). ``render_camera``: a camera name or id of the scene (-1 is MuJoCo's free camera)."""
 
     render_camera: str | int = -1
+    camera_images: CameraImages | None = None
 
     def __init__(
         self,
@@ -173,6 +178,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         record_episode_statistics: bool = False,
         render_size: tuple[int, int] = (240, 320),
         max_episode_steps: int | None = None,
+        camera_setup: Any = None,
     ) -> None:
         self._guard = CallGuard()
         check_env_args(frame_skip, single_observation_space, single_action_space, render_mode,
@@ -189,6 +195,10 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         self.lifecycle = Lifecycle()
         self.frame_skip = int(frame_skip)
         self.control_dt = self.frame_skip * float(backend.model.opt.timestep)
+        # Camera observations (`mjvec.envs.cameras`): the images join the task's observation.
+        self.camera_images = None if camera_setup is None else CameraImages(backend, camera_setup)
+        if self.camera_images is not None:
+            single_observation_space = self.camera_images.space(single_observation_space)
         self.single_observation_space, self.single_action_space = single_observation_space, single_action_space
         self.observation_space = batch_space(single_observation_space, self.num_envs)
         self.action_space = batch_space(single_action_space, self.num_envs)
@@ -241,6 +251,12 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         options (e.g. ``{"rne_post_constraint": True}`` for contact forces as mj_rnePostConstraint
         gives them). Default: none."""
         return {}
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """The cameras this task declares for camera observations (`mjvec.assets.cameras.CameraSpec`s,
+        for the task's options); ``cameras=`` picks, replaces or adds to them. Default: none."""
+        return ()
 
     @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:
@@ -301,7 +317,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
             "that does not follow each env's own stream. Draw noise in an observation transform instead "
             "(mjvec.randomization.ObservationNoise, or env.add_observation_transform)"
         ):
-            return self._observe()
+            obs = self._observe()
+        return obs if self.camera_images is None else self.camera_images.observe(obs)
 
     @property
     def all_rows(self) -> Rows:
@@ -334,6 +351,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         self._apply_action(actions)
         # An env autoreset this step has its physics discarded, so a failure there is moot.
         failed = self.backend.step(self.frame_skip) & ~pending
+        if self.camera_images is not None:
+            self.camera_images.after_step()
         if bad is not None:  # device: non-finite action rows were zeroed; those envs end like failures
             failed = failed | (bad & ~pending)
         self.lifecycle.fire_interval(self.control_dt)
@@ -376,6 +395,8 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         """Free the renderers and the backend (called once by VectorEnv.close)."""
         if self._renderer is not None:
             self._renderer.close()
+        if self.camera_images is not None:
+            self.camera_images.close()
         self.backend.close()
 
     def _check_open(self) -> None:

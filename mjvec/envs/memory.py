@@ -8,6 +8,9 @@ memory of warp's "cpu" device is host memory and is checked as such):
   Model, views and backups on Warp);
 - ``task``: the task's own per-env buffers, as its env class declares them (`MjVecEnv.memory_needs`),
   on the device where the task runs there;
+- ``images``: camera observations' frame rings, gathered observations and renderer buffers
+  (`mjvec.envs.cameras.CameraSetup.bytes_per_env`), beside the task's (their rangefinders'
+  sensordata row is a bound field of the backend's);
 - ``wrappers``: the randomization wrappers' per-env state, as each wrapper reports it
   (`HookWrapper.per_env_bytes`); once they are built, before their state is allocated (at the first
   reset), the whole estimate is checked again, wrappers included, against the memory that was
@@ -105,13 +108,16 @@ class Available:
 
 
 def estimate_memory(num_envs: int, backend: BackendMemory, *, task_bytes_per_env: int = 0,
-                    task_on_device: bool = False) -> MemoryEstimate:
-    """The `MemoryEstimate` of `num_envs` envs: the backend's per-env bytes and the task's.
+                    task_on_device: bool = False, extra: Mapping[str, int] | None = None) -> MemoryEstimate:
+    """The `MemoryEstimate` of `num_envs` envs: the backend's per-env bytes, the task's, and `extra`
+    items (e.g. "images") that live where the task does.
 
     Needs no memory proportional to num_envs itself, so it is safe to call for absurd sizes.
     """
     host, device = dict(backend.host), dict(backend.device)
-    (device if task_on_device and backend.device_name is not None else host)["task"] = int(task_bytes_per_env)
+    task_side = device if task_on_device and backend.device_name is not None else host
+    task_side["task"] = int(task_bytes_per_env)
+    task_side.update({name: int(value) for name, value in (extra or {}).items()})
     return MemoryEstimate(int(num_envs), host, device, backend.device_name)
 
 

@@ -18,6 +18,7 @@ from mjvec.backends.registry import backend_entry, check_backend_options, native
 from mjvec.envs.arguments import parse_autoreset_mode
 from mjvec.envs.arrays import ARRAY_BACKENDS
 from mjvec.envs.base import MAX_GLOBAL_ID, RENDER_MODES
+from mjvec.envs.cameras import CameraObs, parse_camera_options
 from mjvec.errors import ConfigError, allowed, is_int
 from mjvec.randomization import EventTerm, check_randomization
 from mjvec.validate import require_int
@@ -50,6 +51,11 @@ class TaskOptions:
         runs in that namespace (`register_task`'s ``namespaces``), else numpy over host views;
         "numpy": on the host whatever the backend, through per-step host copies of a device's
         state (slower on a device; the reference the device path is tested against).
+    cameras: None (no images), an image mode ("depth", "rgb", "rgbd", "segmentation") over the
+        task's own cameras, or a `mjvec.envs.cameras.CameraObs`; observations become a Dict of the
+        task's observation and the images (`mjvec.envs.cameras`). A mode the backend cannot make
+        is refused here. frame_stack: frames per image (the k most recent); render_every: a new
+        frame every n control steps of each env (the last one repeated between). Both need cameras.
 
     A task subclasses this (a frozen dataclass) to add its own options, may change a default by
     redefining the field (SimToolReal-v0 defaults to randomization="paper"), and validates its own
@@ -74,6 +80,9 @@ class TaskOptions:
     deterministic: bool = False
     nconmax: int | None = None
     njmax: int | None = None
+    cameras: str | CameraObs | None = None
+    frame_stack: int = 1
+    render_every: int = 1
 
     def __post_init__(self) -> None:
         randomization = self.randomization
@@ -102,6 +111,9 @@ class TaskOptions:
         if self.nconmax is not None or self.njmax is not None:
             check_backend_options(self.backend, nconmax=self.nconmax, njmax=self.njmax)
         parse_autoreset_mode(self.autoreset_mode)
+        camera_request = parse_camera_options(self.cameras, self.frame_stack, self.render_every,
+                                              backend_entry(self.backend).images, self.backend)
+        object.__setattr__(self, "cameras", camera_request)
         if self.render_mode is not None and self.render_mode not in RENDER_MODES:
             raise ConfigError(
                 f"render_mode={self.render_mode!r} is not supported; allowed values are None or {RENDER_MODES}"

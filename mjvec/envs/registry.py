@@ -47,6 +47,7 @@ from mjvec.backends.base import Scene
 from mjvec.backends.registry import BackendRequest, backend_entry
 from mjvec.envs import memory
 from mjvec.envs.base import MAX_GLOBAL_ID, MjVecEnv
+from mjvec.envs.cameras import CameraSetup, camera_setup
 from mjvec.envs.options import TaskOptions
 from mjvec.errors import ConfigError, UnknownOptionError, allowed, is_int
 from mjvec.randomization import apply_randomization
@@ -94,11 +95,22 @@ class Task:
         elif not callable(make):
             wrong = f"make_variant={make!r}"
         else:
+            setup = self.cameras(opts)
+            if setup is not None:  # every variant gets the cameras (and their rangefinders)
+                make = setup.make_variant(make)
             return int(count), functools.partial(_checked_variant, self.env_id, make)
         raise ConfigError(
             f"{self.env_id}: variants(opts) must return (num_variants, make_variant): an int >= 1 and a callable "
             f"v -> MjSpec; {wrong}"
         )
+
+    def cameras(self, opts: TaskOptions) -> CameraSetup | None:
+        """The camera observations `opts` ask for, resolved against the env class's own cameras
+        (`MjVecEnv.task_cameras`); None without ``cameras=``."""
+        if opts.cameras is None:
+            return None
+        return camera_setup(self.env_id, self.env_class.task_cameras(opts), opts.cameras,
+                            frame_stack=opts.frame_stack, render_every=opts.render_every)
 
     def parse_options(self, kwargs: Mapping[str, Any]) -> TaskOptions:
         """The task's options from keyword arguments; unknown names raise `UnknownOptionError`
@@ -156,8 +168,10 @@ class Task:
                       **self.env_class.scene_options(opts))
         scene.keep_compiled(first, spec, model)
         backend = request.build(scene)
+        setup = self.cameras(opts)
         try:
-            env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend))
+            env = self.env_class(backend, **self.env_kwargs(opts), **opts.env_options(backend),
+                                 **({} if setup is None else {"camera_setup": setup}))
         except Exception:
             backend.close()
             raise
@@ -223,9 +237,12 @@ class Task:
     def _estimate(self, num_envs: int, opts: TaskOptions, models: Sequence[mujoco.MjModel], request: BackendRequest,
                   host: bool) -> memory.MemoryEstimate:
         needs = self.env_class.memory_needs(opts)
+        setup = self.cameras(opts)
+        bound = needs.bound_fields + (() if setup is None else setup.bound_fields)
+        images = {} if setup is None else {"images": setup.bytes_per_env()}
         return memory.largest([
-            memory.estimate_memory(num_envs, request.estimate_memory(model, needs.bound_fields),
-                                   task_bytes_per_env=needs.bytes_per_env, task_on_device=not host)
+            memory.estimate_memory(num_envs, request.estimate_memory(model, bound),
+                                   task_bytes_per_env=needs.bytes_per_env, task_on_device=not host, extra=images)
             for model in models])
 
 

@@ -105,6 +105,8 @@ class StepMixin:
         self.lifecycle.fire_reset(rows)
         rows.put(self.episodes.steps, 0)  # before the task's reset, which may write the counter
         self._reset_envs(rows)
+        if self.camera_images is not None:  # the reset envs' first frames (mjvec.envs.camera_images)
+            self.camera_images.after_reset(rows)
         self.episodes.restart(rows)
 
     def _observation(self, obs: Any, event: ObsEvent, previous: Any = None) -> Any:

@@ -25,7 +25,15 @@ from gymnasium.vector import VectorEnv, VectorWrapper
 from mjvec.backends.base import FieldWrite
 from mjvec.contract import BackendHooks, EnvHooks, require_hooks
 from mjvec.errors import ConfigError, FieldWriteError, allowed
-from mjvec.randomization.terms import EventTerm, coupled_fields, draw_shape, term_values, values_from_draw
+from mjvec.randomization.terms import (
+    FOVY_RANGE,
+    EventTerm,
+    apply_operation,
+    coupled_fields,
+    draw_shape,
+    term_values,
+    values_from_draw,
+)
 from mjvec.randomization.wrapper import HookWrapper, WrapperEffect
 from mjvec.xp import Rows, to_host
 
@@ -34,8 +42,12 @@ _OBJ = {
     "geom": mujoco.mjtObj.mjOBJ_GEOM,
     "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR,
     "joint": mujoco.mjtObj.mjOBJ_JOINT,
+    "camera": mujoco.mjtObj.mjOBJ_CAMERA,
+    "material": mujoco.mjtObj.mjOBJ_MATERIAL,
+    "light": mujoco.mjtObj.mjOBJ_LIGHT,
 }
-_COUNT = {"body": "nbody", "geom": "ngeom", "actuator": "nu", "joint": "njnt"}
+_COUNT = {"body": "nbody", "geom": "ngeom", "actuator": "nu", "joint": "njnt", "camera": "ncam", "material": "nmat",
+          "light": "nlight"}
 
 
 def _names(model: mujoco.MjModel, entity: str) -> list[str]:
@@ -125,6 +137,7 @@ class DomainRandomization(HookWrapper, VectorWrapper):
             self._check_add_keeps_mass_positive(term)
             self._check_primitive(term)
             self._check_geometry_reach(term)
+            self._check_fovy_reach(term)
         n = self._backend.num_envs
         # Every term's latest draw per env; NaN until the env's first draw of that term.
         self.dr_params: dict[str, np.ndarray] = {
@@ -217,6 +230,26 @@ class DomainRandomization(HookWrapper, VectorWrapper):
                 be.check_writes(writes)
             except FieldWriteError as error:
                 raise ConfigError(f"term {term.name!r} ({term.field}) at its range end {end}: {error}") from error
+
+    def _check_fovy_reach(self, term: EventTerm) -> None:
+        """A field-of-view term must keep every env's fovy inside (0, 180) degrees at both ends of
+        its range (a gaussian is unbounded: refused unless it adds nothing)."""
+        if term.kind != "camera_fovy":
+            return
+        low, high = FOVY_RANGE
+        if term.distribution == "gaussian":
+            raise ConfigError(
+                f"term {term.name!r} (camera_fovy): a gaussian draw is unbounded and can leave (0, 180) degrees; use "
+                "distribution='uniform' or 'log_uniform'"
+            )
+        default = self._backend.defaults("cam_fovy")[:, self._index[term.name]]
+        for end in (term.low, term.high):
+            value = apply_operation(default, np.float64(end), term.operation)
+            if not ((value > low) & (value < high)).all():
+                raise ConfigError(
+                    f"term {term.name!r} (camera_fovy) at its range end {end} ({term.operation}) gives fields of view "
+                    f"from {value.min():.4g} to {value.max():.4g} degrees; every one must stay in ({low:g}, {high:g})"
+                )
 
     def _check_mass_targets(self, term: EventTerm) -> None:
         """A mass term's targets must have mass in every env: a massless body (the world, a mocap

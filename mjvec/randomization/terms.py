@@ -18,6 +18,7 @@ import numpy as np
 
 from mjvec.errors import ConfigError, allowed
 from mjvec.rng import EnvRandom
+from mjvec.rotations import rotate_by_axis_angle
 from mjvec.xp import to_host
 
 MODES = ("startup", "reset", "interval")
@@ -44,7 +45,26 @@ KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
     "geom_height": ("geom_pos", (2,), "geom"),
     # Hinge and slide joints only: the joint's reference position (see mjvec.backends.fields).
     "qpos0": ("qpos0", None, "qpos"),
+    # What cameras see (camera observations, mjvec.envs.cameras): a camera's pose and field of view
+    # (depth and rendered images), colours, materials and lights (rendered images, and render()).
+    "camera_pos": ("cam_pos", (0, 1, 2), "camera"),
+    "camera_rotation": ("cam_quat", None, "camera"),  # a rotation vector (rad) in the camera's own frame
+    "camera_fovy": ("cam_fovy", None, "camera"),
+    "geom_rgba": ("geom_rgba", (0, 1, 2), "geom"),
+    "material_rgba": ("mat_rgba", (0, 1, 2), "material"),
+    "material_specular": ("mat_specular", None, "material"),
+    "material_shininess": ("mat_shininess", None, "material"),
+    "material_emission": ("mat_emission", None, "material"),
+    "light_pos": ("light_pos", (0, 1, 2), "light"),
+    "light_dir": ("light_dir", (0, 1, 2), "light"),
+    "light_diffuse": ("light_diffuse", (0, 1, 2), "light"),
+    "light_ambient": ("light_ambient", (0, 1, 2), "light"),
+    "light_specular": ("light_specular", (0, 1, 2), "light"),
 }
+# Kinds whose values are colours or shading weights in [0, 1]: the sampled values are clipped to it.
+UNIT_KINDS = frozenset({"geom_rgba", "material_rgba", "material_specular", "material_shininess", "material_emission",
+                        "light_diffuse", "light_ambient", "light_specular"})
+FOVY_RANGE = (0.0, 180.0)  # degrees, both ends excluded
 
 
 def _real(label: str, what: str, value: object) -> float:
@@ -90,7 +110,14 @@ class EventTerm:
 
     kind: what to randomize (a key of `KINDS`); it fixes the model field(s) written.
     targets: names or regular expressions (full match) of the bodies / geoms / joints (for dof
-        kinds) / actuators to randomize; empty for `gravity`, which has no targets.
+        kinds) / actuators / cameras / materials / lights to randomize; empty for `gravity`, which
+        has no targets.
+    Camera and visual kinds: "camera_pos" (m, the camera's position in its body's frame),
+        "camera_rotation" (operation "add" only: a rotation vector in rad, each component drawn,
+        turning the compiled orientation about the camera's own axes), "camera_fovy" (degrees; every
+        env's value must stay in (0, 180), checked at construction); colours (rgb of "geom_rgba",
+        "material_rgba", the light colours) and material weights are clipped to [0, 1]; a
+        "light_dir" is renormalised.
     low, high: the range (uniform, log_uniform) or (mean, std) for gaussian.
     operation: abs (value), scale (default x value), add (default + value).
     mode: startup (once, at the first reset), reset (before every reset of an env), interval
@@ -173,6 +200,17 @@ class EventTerm:
                 f"mode 'startup' or 'reset' (each interval term keeps its own timer) and operation 'scale' or 'add' "
                 f"(an abs value ignores what it is relative to); got mode {self.mode!r}, operation {self.operation!r}"
             )
+        if self.kind in UNIT_KINDS and self.operation == "abs" and self.distribution != "gaussian" and \
+                not 0.0 <= self.low <= self.high <= 1.0:
+            raise ConfigError(
+                f"term {label!r} ({self.field}): colours and material weights are in [0, 1]; an abs range "
+                f"({self.low}, {self.high}) must lie in it"
+            )
+        if self.kind == "camera_rotation" and self.operation != "add":
+            raise ConfigError(
+                f"term {label!r} (camera_rotation): operation must be 'add' (a rotation drawn in rad and applied to "
+                f"the compiled orientation), got {self.operation!r}"
+            )
 
     def _check_positive(self, label: str) -> None:
         lowest = self.low if self.distribution != "gaussian" else -math.inf
@@ -236,6 +274,8 @@ def draw_shape(term: EventTerm, index: np.ndarray) -> tuple[int, ...]:
     columns = KINDS[term.kind][1]
     if term.kind == "gravity":
         return (3,)
+    if term.kind == "camera_rotation":
+        return (index.size, 3)
     return (index.size,) if columns is None else (index.size, len(columns))
 
 
@@ -253,6 +293,9 @@ def values_from_draw(
     if term.kind == "gravity":
         return [(field, apply_operation(base[field], draw, term.operation))]
     default = defaults[field][:, index]
+    if term.kind == "camera_rotation":
+        half = 0.5 * np.sqrt((draw * draw).sum(axis=-1))
+        return [(field, rotate_by_axis_angle(default, draw, half))]
     if columns is None:
         new = apply_operation(base[field][:, index], draw, term.operation)
     else:
@@ -261,6 +304,10 @@ def values_from_draw(
         # actuator_kd lives in biasprm as -kd: randomize kd itself, then store its negative.
         sign = -1.0 if term.kind == "actuator_kd" else 1.0
         new[..., cols] = sign * apply_operation(sign * base[field][:, index][..., cols], draw, term.operation)
+    if term.kind in UNIT_KINDS:
+        new = np.clip(new, 0.0, 1.0)
+    elif term.kind == "light_dir":
+        new = new / np.maximum(np.sqrt((new * new).sum(axis=-1, keepdims=True)), 1e-12)
     out = [(field, new)]
     if term.kind == "body_mass" and term.recompute_inertia:
         # Same shape and density distribution scaled by the mass ratio: inertia scales alike.

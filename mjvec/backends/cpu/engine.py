@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 _DIVERGENCE = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
                int(mujoco.mjtWarning.mjWARN_BADQACC)]
+_NO_SENSORS = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
 # Every expandable field and option of mujoco.batch: what may differ per env within one group.
 PER_ENV_FIELDS = frozenset(mjb.MODEL_FIELDS)
 
@@ -61,6 +62,11 @@ class CpuEngine:
         self._persistent = bool(rne_post_constraint)
         self.batches: list[mjb.Batch] = []
         self._rne: RnePostConstraint | None = None
+        # The sensor cadence (`sense`): per group, the sims' expanded opt.disableflags, the
+        # template's flags, and which sims compute sensors in the last substep of the next step.
+        self._sensor_flags: list[np.ndarray] | None = None
+        self._flags0: list[int] = []
+        self._sensing: list[np.ndarray] = []
 
     def build(self, groups: list[VariantGroup], routing: Routing, model: mujoco.MjModel, views: GroupViews) -> None:
         self._groups = groups
@@ -84,7 +90,7 @@ class CpuEngine:
     def capabilities(self, fields: Mapping[str, FieldSpec]) -> Capabilities:
         # mujoco.batch is bit-identical to a loop of mj_step at any thread count.
         return Capabilities(backend="cpu", fields=fields, array_namespace="numpy", device="cpu",
-                            exact_variants=True, determinism="bit_exact")
+                            exact_variants=True, determinism="bit_exact", images=frozenset({"depth"}))
 
     def start(self) -> None:
         """Nothing to load: a Batch is ready once built."""
@@ -148,19 +154,23 @@ class CpuEngine:
 
     def step(self, nstep: int) -> np.ndarray:
         """Every sim's step; a failed sim (a MuJoCo error, or a divergence MuJoCo reset itself) is
-        reported in the mask and keeps a finite state; the others are unaffected."""
-        failed = np.zeros(self._routing.group_of_env.size, bool)
-        messages = []
-        for group, batch in zip(self._groups, self.batches, strict=True):
-            before = batch.warning[:, _DIVERGENCE, 1].copy()
-            try:
-                batch.step(nstep=nstep, stage=self._stage)
-            except mjb.SimulationError as error:  # those sims kept their state; the others ran
-                failed[group.env_ids[error.ids]] = True
-                messages.append(str(error))
-            # MuJoCo resets a diverging simulation itself (and warns); count that as a failure.
-            diverged = (batch.warning[:, _DIVERGENCE, 1] > before).any(axis=1)
-            failed[group.env_ids[diverged]] = True
+        reported in the mask and keeps a finite state; the others are unaffected.
+
+        With the sensor cadence on (`sense`), the substeps before the last run without MuJoCo's
+        sensor stage and the last one with it only in the sims asked for: the same mj_step calls
+        in the same order, so the same trajectory, without a camera's rays at every substep."""
+        if self._sensor_flags is None:
+            failed, messages = self._step_groups(nstep, self._stage)
+        else:
+            failed = np.zeros(self._routing.group_of_env.size, bool)
+            messages = []
+            if nstep > 1:
+                self._set_sensing(None)
+                failed, messages = self._step_groups(nstep - 1, int(mujoco.mjtStage.mjSTAGE_NONE))
+            self._set_sensing(self._sensing)
+            last, more = self._step_groups(1, self._stage)
+            failed |= last
+            messages += more
         if self._rne is not None:
             for g in range(len(self.batches)):
                 self._rne.update(g)
@@ -168,18 +178,56 @@ class CpuEngine:
             log.debug("simulation failed in envs %s: %s", np.flatnonzero(failed).tolist(), messages)
         return failed
 
+    def _step_groups(self, nstep: int, stage: int) -> tuple[np.ndarray, list[str]]:
+        failed = np.zeros(self._routing.group_of_env.size, bool)
+        messages = []
+        for group, batch in zip(self._groups, self.batches, strict=True):
+            before = batch.warning[:, _DIVERGENCE, 1].copy()
+            try:
+                batch.step(nstep=nstep, stage=stage)
+            except mjb.SimulationError as error:  # those sims kept their state; the others ran
+                failed[group.env_ids[error.ids]] = True
+                messages.append(str(error))
+            # MuJoCo resets a diverging simulation itself (and warns); count that as a failure.
+            diverged = (batch.warning[:, _DIVERGENCE, 1] > before).any(axis=1)
+            failed[group.env_ids[diverged]] = True
+        return failed, messages
+
+    # ---- the sensor cadence -----------------------------------------------------------------
+    def sense(self, rows: list[np.ndarray] | None) -> None:
+        """Turn the sensor cadence on (see `GroupedBackend.sense`): rows[g] (bool per sim of group g,
+        or None for all) compute MuJoCo's sensors in the last substep of the next step."""
+        if self._sensor_flags is None:
+            self._flags0 = [int(group.template.opt.disableflags) for group in self._groups]
+            self._sensor_flags = [batch.expand("opt.disableflags") for batch in self.batches]
+        self._sensing = [np.ones(g.num_envs, bool) for g in self._groups] if rows is None else rows
+
+    def _set_sensing(self, rows: list[np.ndarray] | None) -> None:
+        """Sensors on in the sims of rows[g] (None: in none), off in the others."""
+        for g, flags in enumerate(self._sensor_flags or ()):
+            flags[:] = self._flags0[g] | _NO_SENSORS
+            if rows is not None:
+                flags[rows[g]] = self._flags0[g]
+
+    def _sense_rows(self, g: int, rows: np.ndarray) -> None:
+        """A reset's or forward's sims compute their sensors (when the cadence is on)."""
+        if self._sensor_flags is not None:
+            self._sensor_flags[g][rows] = self._flags0[g]
+
     def reset(self, split: Split, state: Mapping[str, Any]) -> None:
         for g, pos, rows in split:
             batch = self.batches[g]
             batch.reset(rows, stage=int(mujoco.mjtStage.mjSTAGE_NONE))
             for name, values in state.items():
                 batch.bind(name)[rows] = values[pos]
+            self._sense_rows(g, rows)
             batch.forward(rows)
             if self._rne is not None:
                 self._rne.update(g, rows)
 
     def forward(self, split: Split) -> None:
         for g, _, rows in split:
+            self._sense_rows(g, rows)
             self.batches[g].forward(rows)
             if self._rne is not None:
                 self._rne.update(g, rows)

@@ -86,6 +86,7 @@ class WarpEngine:
         return Capabilities(
             backend="warp", fields=fields, array_namespace="torch", device=str(self.wp_device.alias),
             exact_variants=False, determinism="none" if self.wp_device.is_cuda else "run_to_run",
+            images=frozenset({"depth", "rgb", "segmentation"}),
         )
 
     def start(self) -> None:
@@ -231,6 +232,18 @@ class WarpEngine:
             rows_per_group[g] = rows
         with wp.ScopedDevice(self.wp_device):
             self._forward_rows(rows_per_group)
+
+    # ---- camera images ---------------------------------------------------------------------
+    def sense(self, rows: list[np.ndarray] | None) -> None:
+        """The sensor cadence: every world computes its sensors at a step's last substep only (a
+        launch covers all worlds, so `rows` is not read); resets and forwards compute them."""
+        for rt in self.runtimes:
+            rt.sense_last_substep = True
+
+    def image_renderer(self, cameras: tuple[int, ...], kinds: frozenset[str]) -> Any:
+        from mjvec.backends.warp.render import BatchRenderer
+
+        return BatchRenderer(self.worlds, self._routing, self.wp_device, cameras, kinds)
 
     # ---- rendering and lifetime -----------------------------------------------------------
     def write_env_model(self, g: int, row: int, model: mujoco.MjModel) -> None:

@@ -69,6 +69,8 @@ class GroupRuntime:
         self.bad = wp.zeros(worlds.nworld, dtype=int)
         self.mask = wp.zeros(worlds.nworld, dtype=bool)
         self.graphs: dict[Any, Any] = {}
+        # The sensor cadence (`WarpEngine.sense`): MuJoCo's sensor stage only at a step's last substep.
+        self.sense_last_substep = False
 
     def tensor(self, name: str) -> Any:
         return wp.to_torch(getattr(self.worlds.d, name))
@@ -81,8 +83,17 @@ class GroupRuntime:
         for name, array in self.backup.items():
             wp.copy(array, getattr(d, name))
         d.overflow.zero_()  # sticky solver-iteration bits from earlier steps are not this step's
-        for _ in range(nstep):
-            mjw.step(m, d)
+        flags = m.opt.disableflags
+        try:
+            for i in range(nstep):
+                # mujoco_warp reads the flag on the host when it launches (so when a graph is captured).
+                if self.sense_last_substep and i < nstep - 1:
+                    m.opt.disableflags = flags | int(mjw.DisableBit.SENSOR)
+                else:
+                    m.opt.disableflags = flags
+                mjw.step(m, d)
+        finally:
+            m.opt.disableflags = flags
         wp.launch(_check_worlds, dim=self.worlds.nworld, inputs=[d.qpos, d.qvel, d.qacc, d.overflow, self.buffers],
                   outputs=[self.bad])
 
@@ -126,7 +137,7 @@ class GroupRuntime:
         warp_to_torch(self.device)
 
     def launch_step(self, nstep: int) -> None:
-        self._launch(("step", nstep), self._step_body, nstep)
+        self._launch(("step", nstep, self.sense_last_substep), self._step_body, nstep)
 
     def launch_forward(self) -> None:
         self._launch("forward", self._forward_body)

@@ -42,6 +42,7 @@ from mjvec.assets.robot import FINGERTIP_SITE_NAMES, HAND_ACTUATOR_NAMES, HAND_J
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
+from mjvec.tasks.cube_rotate import cameras as cube_cameras
 from mjvec.tasks.cube_rotate import scene as cube_scene
 from mjvec.tasks.cube_rotate import terms as cube_terms
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
@@ -111,6 +112,11 @@ class CubeRotateEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         )
         self._site_xpos = backend.bind("site_xpos")
         self._actuator_force = backend.bind("actuator_force")
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """Camera observations' camera: "palm", fixed above the palm (see `cameras`)."""
+        return cube_cameras.CAMERAS
 
     @classmethod
     def memory_needs(cls, options: Any) -> MemoryNeeds:

@@ -27,6 +27,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 
+from mjvec.assets.cameras import CameraSpec
 from mjvec.assets.mjcf import load_spec
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
@@ -126,6 +127,16 @@ class GymMujocoEnv(DeploymentHooks, MjVecEnv):
     def scene_options(cls, options: Any) -> dict[str, Any]:
         """Contact forces as mj_rnePostConstraint gives them, where the task reads them."""
         return {"rne_post_constraint": task_of(options).needs_contact_forces(options)}
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """Camera observations' camera: the model's own "track" camera (Gymnasium's files have one;
+        it follows the robot's torso at a fixed offset), 64x64. A depth image from it does not show
+        the torso itself (a rangefinder never sees its camera's body); legs and floor it does."""
+        model = compiled(xml_path(options.xml_file or task_of(options).xml))
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, "track") < 0:
+            return ()
+        return (CameraSpec("track", existing=True, depth_range=(0.0, 6.0)),)
 
     @staticmethod
     def bound_fields(task: TaskDef, options: Any) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from gymnasium.vector import VectorEnv
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
+from mjvec.tasks.simtoolreal import cameras as tool_cameras
 from mjvec.tasks.simtoolreal import scene as tool_scene
 from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog, source_env0_tool
@@ -178,6 +179,11 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         self._measured = self._measure(self.all_rows) if self._critic else None
         self.slots.declare("object_pose")
         self.slots.declare("object_scales")
+
+    @classmethod
+    def task_cameras(cls, options: Any) -> tuple:
+        """Camera observations' cameras: "table" (fixed) and "wrist" (on the palm); see `cameras`."""
+        return tool_cameras.CAMERAS
 
     # ---- what the task needs per env (read by `mjvec.envs.memory` before anything is built) -----
     @classmethod
