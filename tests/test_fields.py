@@ -8,15 +8,16 @@ import copy
 import mujoco
 import numpy as np
 import pytest
-from mjvec.tasks.gym_mujoco.scene import load_spec, resolve_xml
 
+from mjvec.assets.mjcf import load_spec
 from mjvec.backends import fields as F
 from mjvec.backends.base import RecomputeLevel
+from mjvec.tasks.gym_mujoco.specs import xml_path
 from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 MODEL = scene_spec(3).compile()
 # The SimToolReal scene has no light and no material: their fields are checked on Gymnasium's Hopper.
-LIT = load_spec(resolve_xml("hopper.xml")).compile()
+LIT = load_spec(xml_path("hopper.xml")).compile()
 
 
 def _model_of(name: str) -> mujoco.MjModel:
