@@ -8,7 +8,7 @@ single process or torchrun.
     python examples/ppo.py --env-id mjvec/HalfCheetah-v5 --randomization none   # Gymnasium's suite
     python examples/ppo.py --config mjvec/tasks/go1_joystick/agents/ppo.yaml --num-envs 256  # a task's settings
 
-Evidence that CubeRotate-v0 learns on 2 CPU cores in 20 minutes: README ("CubeRotate-v0"),
+Evidence that CubeRotate-v0 learns on 2 CPU cores in 20 minutes: docs/cube_rotate.md ("Evidence that it learns"),
 docs/cube_rotate_ppo.{csv,png}.
 
 Evidence that it learns: docs/ppo_learning_curve.{csv,png}, 14 minutes on 2 CPU cores with

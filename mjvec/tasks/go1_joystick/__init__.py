@@ -1,7 +1,7 @@
 """MuJoCo Playground's Go1JoystickFlatTerrain as ``playground/Go1JoystickFlatTerrain-v0``.
 
     import gymnasium as gym
-    import mjvec  # registers it (its scene needs the extra: pip install "mjvec[playground]")
+    import mjvec  # registers it (its scene needs the playground extra: pip install -e ".[playground]" in the checkout)
 
     env = gym.make_vec("playground/Go1JoystickFlatTerrain-v0", num_envs=1024, obs_mode="asymmetric")
     obs, info = env.reset(seed=0)
