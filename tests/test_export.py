@@ -4,6 +4,7 @@ observations of the task (oracle: that in-process policy, tests/policy_files.py)
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -41,7 +42,10 @@ def test_loaded_and_exported_policies_act_like_the_in_process_policy(kind, tmp_p
     if kind == "sb3":  # the VecNormalize statistics beside the model are part of the policy
         assert policy.metadata["vecnormalize"].endswith("vecnormalize.pkl")
     np.testing.assert_allclose(policy(obs), want, rtol=0, atol=1e-6)  # the dict obs: its "policy" key
-    onnx_path, ts_path = export_policy(policy, tmp_path / "export" / "policy")
+    # An SB3 zip records no env id, so its contract comes from the env it was trained on (a ppo.py or
+    # rsl_rl checkpoint records its env and options, and exports without one).
+    env = gym.make_vec("CubeRotate-v0", num_envs=1, **pf.CUBE) if kind == "sb3" else None
+    onnx_path, ts_path = export_policy(policy, tmp_path / "export" / "policy", env=env)
     for file, kind_name, atol in ((onnx_path, "onnx", 1e-5), (ts_path, "torchscript", 1e-6)):
         exported = load_policy(file)
         assert exported.kind == kind_name and exported.metadata["kind"] == kind
