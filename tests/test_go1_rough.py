@@ -22,6 +22,7 @@ import pytest
 import mjvec  # noqa: F401  (registers the task)
 from mjvec.backends.base import Scene
 from mjvec.backends.registry import make_backend
+from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError
 from mjvec.tasks.go1_joystick import ENV_ID, ENV_IDS, ROUGH_ENV_ID, Go1JoystickConfig
 from mjvec.tasks.go1_joystick.scene import scene_spec
@@ -91,6 +92,18 @@ def test_resets_spawn_above_the_terrain_and_the_feet_land_on_it() -> None:
     contact = env.unwrapped.feet.last_contact
     assert contact.mean() > 0.75 and (foot_z[contact] < 0.05 + 0.03).all()  # resting on the relief (0 to 5 cm)
     env.close()
+
+
+def test_the_memory_estimate_shares_the_heightfield_and_sizes_warps_buffers_for_it() -> None:
+    """The hfield (256 KB) is in the model once, not per env: on the CPU backend an env of the rough
+    task costs what a flat one does. mujoco-warp's per-world contact and constraint buffers follow
+    the model (128 contacts on the hfield, 48 on the plane), so a Warp world costs more (the
+    estimate's measured growth: tests/test_memory.py, slow set)."""
+    flat, rough = get_task(ENV_ID), get_task(ROUGH_ENV_ID)
+    cpu = [t.estimate_memory(100, t.parse_options({"num_threads": 1})) for t in (flat, rough)]
+    assert dict(cpu[0].per_env) == dict(cpu[1].per_env) and cpu[0].total_bytes == cpu[1].total_bytes
+    warp = [t.estimate_memory(100, t.parse_options({"backend": "warp", "device": "cpu"})) for t in (flat, rough)]
+    assert warp[1].total_bytes > 1.5 * warp[0].total_bytes
 
 
 # ---- both backends --------------------------------------------------------------------------
