@@ -1,6 +1,7 @@
-"""rsl_rl (rsl-rl-lib 5.x, unmodified) on SimToolReal-v0, CubeRotate-v0 or
-playground/Go1JoystickFlatTerrain-v0 through `mjvec.integrations.rsl_rl.RslRlVecEnv`, from the task's
-trainer config (examples/configs/<task>/, or the task's own agents/ folder).
+"""rsl_rl (rsl-rl-lib 5.x, unmodified) on SimToolReal-v0, CubeRotate-v0,
+playground/Go1JoystickFlatTerrain-v0 or playground/Go1JoystickRoughTerrain-v0 through
+`mjvec.integrations.rsl_rl.RslRlVecEnv`, from the task's trainer config (examples/configs/<task>/,
+or the task's own agents/ folder).
 
     python examples/train_rsl_rl.py --env-id CubeRotate-v0 --num-envs 256 --max-iterations 500
     python examples/train_rsl_rl.py --num-envs 64 --option num_tools=6 --max-iterations 100
@@ -44,11 +45,13 @@ except ImportError as _error:
     raise SystemExit(2) from None
 
 CONFIGS = Path(__file__).parent / "configs"
-GO1 = "playground/Go1JoystickFlatTerrain-v0"
+GO1 = ("playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0")
+# Playground's rsl_rl_config gives both Go1 joystick tasks the same settings (bar max_iterations).
+GO1_CONFIG = Path(__file__).parents[1] / "mjvec" / "tasks" / "go1_joystick" / "agents" / "rsl_rl_ppo.yaml"
 TASK_CONFIG = {"SimToolReal-v0": CONFIGS / "simtoolreal" / "rsl_rl_ppo.yaml",
-               "CubeRotate-v0": CONFIGS / "cube_rotate" / "rsl_rl_ppo.yaml",
-               GO1: Path(__file__).parents[1] / "mjvec" / "tasks" / "go1_joystick" / "agents" / "rsl_rl_ppo.yaml"}
-TASK_OPTIONS = {"SimToolReal-v0": {"obs_mode": "asymmetric"}, "CubeRotate-v0": {}, GO1: {"obs_mode": "asymmetric"}}
+               "CubeRotate-v0": CONFIGS / "cube_rotate" / "rsl_rl_ppo.yaml", **dict.fromkeys(GO1, GO1_CONFIG)}
+TASK_OPTIONS = {"SimToolReal-v0": {"obs_mode": "asymmetric"}, "CubeRotate-v0": {},
+                **{env_id: {"obs_mode": "asymmetric"} for env_id in GO1}}
 
 
 @dataclass
@@ -56,7 +59,7 @@ class Args:
     """rsl_rl PPO on an mjvec task (see the module docstring)."""
 
     env_id: str = "SimToolReal-v0"
-    """SimToolReal-v0, CubeRotate-v0 or playground/Go1JoystickFlatTerrain-v0"""
+    """SimToolReal-v0, CubeRotate-v0, playground/Go1JoystickFlatTerrain-v0 or ...RoughTerrain-v0"""
     config: Path | None = None
     """the trainer config (None: examples/configs/<task>/rsl_rl_ppo.yaml)"""
     num_envs: int = 64

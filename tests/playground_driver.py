@@ -2,8 +2,10 @@
 environment by tests/test_go1_playground.py: ``.venv-playground/bin/python tests/playground_driver.py
 JOBS.json`` (scripts/setup_playground.sh makes that environment). This file imports nothing of mjvec.
 
-JOBS.json is a list of {"job": name, "inputs": path.npz, "outputs": path.npz, "overrides": {...}}
-(``overrides``: Playground ``config_overrides``). Jobs:
+JOBS.json is a list of {"job": name, "inputs": path.npz, "outputs": path.npz, "overrides": {...},
+"env": name} (``overrides``: Playground ``config_overrides``; ``env``: Playground's registry name,
+default ``Go1JoystickFlatTerrain``; ``Go1JoystickRoughTerrain`` is the same ``Joystick`` class on its
+heightfield scene). Jobs:
 
 - ``model``: Playground's compiled, edited MjModel, saved as MJB (outputs is the .mjb path).
 - ``task``: Playground's ``Joystick.step`` on states given by the caller, with the physics replaced:
@@ -39,7 +41,7 @@ from mujoco import mjx
 from mujoco_playground import registry
 from mujoco_playground._src import mjx_env
 
-ENV = "Go1JoystickFlatTerrain"
+ENV = "Go1JoystickFlatTerrain"  # a job's default env
 INFO_INT = ("steps_until_next_cmd", "steps_until_next_pert", "pert_duration", "steps_since_last_pert", "pert_steps")
 INFO_BOOL = ("last_contact",)
 AFTER = ("qpos", "qvel", "sensordata", "site_xpos", "site_xmat", "actuator_force")
@@ -56,8 +58,8 @@ def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
         setattr(owner, name, original)
 
 
-def _load(overrides: dict[str, Any]) -> Any:
-    return registry.load(ENV, config_overrides=overrides or None)
+def _load(name: str, overrides: dict[str, Any]) -> Any:
+    return registry.load(name, config_overrides=overrides or None)
 
 
 def _info(pre: dict[str, np.ndarray], keys: Any) -> dict[str, Any]:
@@ -153,7 +155,7 @@ JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajector
 
 def main(path: str) -> None:
     for job in json.loads(Path(path).read_text()):
-        env = _load(job.get("overrides", {}))
+        env = _load(job.get("env", ENV), job.get("overrides", {}))
         inputs = dict(np.load(job["inputs"])) if job.get("inputs") else {}
         JOBS[job["job"]](env, inputs, job["outputs"])
 

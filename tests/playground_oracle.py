@@ -1,6 +1,8 @@
-"""The mjvec side of the MuJoCo Playground oracle (tests/test_go1_playground.py): running Playground's
-code in its own environment (tests/playground_driver.py), recording an mjvec rollout in the form
-the driver takes (`TaskRecorder`), and a two-sample Kolmogorov-Smirnov test.
+"""The mjvec side of the MuJoCo Playground oracle (tests/test_go1_playground.py and
+tests/test_go1_rough_playground.py): running Playground's code in its own environment
+(tests/playground_driver.py), recording an mjvec rollout in the form the driver takes
+(`TaskRecorder`, `lockstep_rollout`), comparing the two (`numeric_fields`, `assert_close`), and a
+two-sample Kolmogorov-Smirnov test.
 
 `TaskRecorder` wraps the env's `_evaluate` (the task's hook, called after the physics) to record,
 for every step, the task state before it (what Playground keeps in ``state.info``), the physics
@@ -16,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -24,6 +27,8 @@ from mjvec.xp import to_host
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "tests" / "playground_driver.py"
 AFTER = ("qpos", "qvel", "sensordata", "site_xpos", "site_xmat", "actuator_force")
+# Task values on identical states: float32 round-off (tests/test_go1_playground.py says why).
+TOL = {"rtol": 4e-6, "atol": 1e-6}
 
 
 def playground_python() -> Path:
@@ -116,3 +121,42 @@ def ks_critical(n: int, m: int, alpha: float) -> float:
     """The asymptotic critical value of the two-sample KS statistic at level `alpha`:
     sqrt(-ln(alpha / 2) / 2) x sqrt((n + m) / (n m)) (conservative for distributions with atoms)."""
     return math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
+
+
+def numeric_fields(model: Any) -> list[str]:
+    """The MjModel's numeric arrays, names and file paths left out: they are not physics (mjvec names
+    the unnamed free joint "joint_0", for randomization targets, and reads the meshes from another
+    folder, which moves the name and path addresses)."""
+    return [n for n in dir(model) if not n.startswith(("_", "name", "paths")) and not n.endswith("pathadr")
+            and isinstance(getattr(model, n), np.ndarray)]
+
+
+def lockstep_rollout(env_id: str, config: Any, num_envs: int, steps: int, actions: Any, seed: int
+                     ) -> dict[str, np.ndarray]:
+    """A recorded CPU-backend rollout (`TaskRecorder`) of `env_id` with `config` (noise off, as the
+    driver's ``task`` job compares): reset with `seed`, then `steps` steps of ``actions(rng)``
+    (rng: numpy Generator seeded 0)."""
+    env = gym.make_vec(env_id, num_envs=num_envs, obs_mode="asymmetric", config=config, array_backend="numpy")
+    recorder = TaskRecorder(env)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        recorder.step(actions(rng))
+    env.close()
+    return recorder.stacked()
+
+
+def driver_inputs(rollout: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What the driver's ``task`` job reads from a `lockstep_rollout`."""
+    return {k: v for k, v in rollout.items() if k.startswith(("pre_", "after_")) or k == "action"}
+
+
+def assert_close(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], key_ours: str, key_theirs: str,
+                 atol: float | np.ndarray | None = None, where: np.ndarray | None = None) -> None:
+    """mjvec's `key_ours` equals Playground's `key_theirs` within TOL (atol replaced by `atol` when
+    given) on the evaluated rows (``ours["active"]``, and `where`)."""
+    mask = ours["active"] if where is None else ours["active"] & where
+    a, b = ours[key_ours][mask], theirs[key_theirs][mask].astype(np.float64)
+    bound = TOL["atol"] if atol is None else atol
+    assert np.all(np.abs(a - b) <= bound + TOL["rtol"] * np.abs(b)), (
+        f"{key_theirs}: max |mjvec - Playground| = {np.abs(a - b).max():.3g} over {mask.sum()} rows")

@@ -46,7 +46,8 @@ def test_list():
         f"{ENV_ID}  mjvec.tasks.simtoolreal.env:SimToolRealEnv  presets: paper",
         *(f"mjvec/{name}  mjvec.tasks.gym_mujoco.env:GymMujocoEnv  presets: locomotion"
           for name in ("Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5")),
-        "playground/Go1JoystickFlatTerrain-v0  mjvec.tasks.go1_joystick.env:Go1JoystickEnv  presets: paper",
+        *(f"playground/Go1Joystick{terrain}Terrain-v0  mjvec.tasks.go1_joystick.env:Go1JoystickEnv  presets: paper"
+          for terrain in ("Flat", "Rough")),
     ]
 
 

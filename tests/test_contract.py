@@ -110,8 +110,10 @@ def test_every_shipped_wrapper_works_on_the_contract_alone_and_changes_nothing_t
         type(w) for w in _chain(_stack(gym.make_vec(mjvec.ENV_ID, **kwargs)))}
 
 
-def test_the_go1_preset_and_noise_work_on_the_contract_alone_and_change_nothing_there() -> None:
-    """playground/Go1JoystickFlatTerrain-v0 (a Dict observation, model-field DR of its own fields)."""
+@pytest.mark.parametrize("env_id", ["playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0"])
+def test_the_go1_preset_and_noise_work_on_the_contract_alone_and_change_nothing_there(env_id: str) -> None:
+    """The Go1 joystick tasks (a Dict observation, model-field DR of their own fields, the rough one's
+    on a heightfield floor)."""
     from mjvec.tasks.go1_joystick.presets import paper as go1_paper
 
     def stack(env: gym.vector.VectorEnv) -> gym.vector.VectorEnv:
@@ -124,8 +126,8 @@ def test_the_go1_preset_and_noise_work_on_the_contract_alone_and_change_nothing_
         return out
 
     kwargs = {"num_envs": 3, "obs_mode": "asymmetric", "array_backend": "numpy"}
-    alone = rollout(stack(ContractOnly(gym.make_vec("playground/Go1JoystickFlatTerrain-v0", **kwargs))))
-    direct = rollout(stack(gym.make_vec("playground/Go1JoystickFlatTerrain-v0", **kwargs)))
+    alone = rollout(stack(ContractOnly(gym.make_vec(env_id, **kwargs))))
+    direct = rollout(stack(gym.make_vec(env_id, **kwargs)))
     for a, b in zip(alone, direct, strict=True):
         np.testing.assert_array_equal(a, b)
 

@@ -39,7 +39,16 @@ from mjvec.tasks.go1_joystick.scene import scene_spec
 from mjvec.tasks.go1_joystick.terms import REWARD_TERMS
 from mjvec.tasks.locomotion import CommandConfig, CommandState, PushConfig
 from mjvec.xp import Rows
-from tests.playground_oracle import TaskRecorder, ks_critical, ks_statistic, run_driver
+from tests.playground_oracle import (
+    TOL,
+    assert_close,
+    driver_inputs,
+    ks_critical,
+    ks_statistic,
+    lockstep_rollout,
+    numeric_fields,
+    run_driver,
+)
 
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 # Short command timers and kick waits, so that resampling and kicks happen within the rollout.
@@ -49,7 +58,6 @@ LOCKSTEP = Go1JoystickConfig(noise_level=0.0, commands=CommandConfig(mean_resamp
                              soft_joint_pos_limit_factor=0.7)
 PG_LOCKSTEP = {"impl": "jax", "noise_config.level": 0.0, "pert_config.enable": True,
                "soft_joint_pos_limit_factor": 0.7}
-TOL = {"rtol": 4e-6, "atol": 1e-6}
 KICK_ATOL = 6e-4
 PUSH_FORCE = slice(118, 121)  # the kick force's columns in the privileged state (CRITIC_LAYOUT)
 
@@ -64,16 +72,8 @@ def _actions(rng: np.random.Generator) -> np.ndarray:
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.ndarray]]:
     """One Playground process for the module: its model, its step on mjvec's rollout, its samples."""
     folder = tmp_path_factory.mktemp("playground")
-    env = gym.make_vec(ENV_ID, num_envs=NUM_ENVS, obs_mode="asymmetric", config=LOCKSTEP, array_backend="numpy")
-    recorder = TaskRecorder(env)
-    env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    for _ in range(STEPS):
-        recorder.step(_actions(rng))
-    env.close()
-    rollout = recorder.stacked()
-    np.savez(folder / "task_in.npz", seed=5, **{k: v for k, v in rollout.items() if k.startswith(("pre_", "after_"))
-                                               or k == "action"})
+    rollout = lockstep_rollout(ENV_ID, LOCKSTEP, NUM_ENVS, STEPS, _actions, seed=3)
+    np.savez(folder / "task_in.npz", seed=5, **driver_inputs(rollout))
     np.savez(folder / "samples_in.npz", seed=11, count=SAMPLES, command=np.array([1.0, -0.5, 0.7]))
     run_driver([
         {"job": "model", "outputs": str(folder / "model.mjb"), "overrides": {"impl": "jax"}},
@@ -90,11 +90,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.n
 def test_playgrounds_model_equals_the_scene_mjvec_builds(oracle) -> None:
     theirs = mujoco.MjModel.from_binary_path(str(oracle["model"]["path"]))
     ours = scene_spec(Go1JoystickConfig()).compile()
-    # Names and file paths are not physics: mjvec names the unnamed free joint ("joint_0", for
-    # randomization targets) and reads the meshes from another folder, which moves the name and path
-    # addresses; every other array is compared.
-    fields = [n for n in dir(theirs) if not n.startswith(("_", "name", "paths")) and not n.endswith("pathadr")
-              and isinstance(getattr(theirs, n), np.ndarray)]
+    fields = numeric_fields(theirs)  # every array but names and file paths (not physics)
     assert {"body_mass", "dof_damping", "actuator_gainprm", "geom_size", "sensor_adr", "mesh_vert"} <= set(fields)
     differ = [n for n in fields if not np.array_equal(getattr(ours, n), getattr(theirs, n))]
     assert differ == [] and len(fields) > 200
@@ -110,11 +106,7 @@ def _active(oracle) -> np.ndarray:
 def _close(oracle, ours: str, theirs: str, atol: float | np.ndarray | None = None, where: np.ndarray | None = None
            ) -> None:
     """mjvec's `ours` equals Playground's `theirs` within TOL on the evaluated rows (and `where`)."""
-    mask = _active(oracle) if where is None else _active(oracle) & where
-    a, b = oracle["mjvec"][ours][mask], oracle["task"][theirs][mask].astype(np.float64)
-    bound = TOL["atol"] if atol is None else atol
-    assert np.all(np.abs(a - b) <= bound + TOL["rtol"] * np.abs(b)), (
-        f"{theirs}: max |mjvec - Playground| = {np.abs(a - b).max():.3g} over {mask.sum()} rows")
+    assert_close(oracle["mjvec"], oracle["task"], ours, theirs, atol, where)
 
 
 def test_the_rollout_exercises_falls_resamples_kicks_and_landings(oracle) -> None:

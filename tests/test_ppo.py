@@ -5,6 +5,7 @@ global env ids; parameters stay identical on both ranks and differ from the init
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import json
 import math
@@ -186,6 +187,10 @@ def test_a_task_config_file_sets_the_options_and_flags_override_it():
     assert args.hidden == (512, 256, 128) and args.config == GO1_PPO
     assert (args.num_envs, args.gamma) == (16, 0.9)  # the flags win
     assert ppo.parse_args(["--num-envs", "3"]) == ppo.Args(num_envs=3)
+    # Playground trains Go1JoystickRoughTerrain with the same Brax config: the same file, another id.
+    rough_id = "playground/Go1JoystickRoughTerrain-v0"
+    rough = ppo.parse_args(["--config", str(GO1_PPO), "--env-id", rough_id])
+    assert rough == dataclasses.replace(ppo.parse_args(["--config", str(GO1_PPO)]), env_id=rough_id)
 
 
 def test_a_config_file_with_an_unknown_option_is_refused(tmp_path):

@@ -1,6 +1,8 @@
-"""Go1JoystickFlatTerrain: a Unitree Go1 tracks a velocity command (lin x, lin y, yaw rate) on flat
-ground, MuJoCo Playground's task (``mujoco_playground/_src/locomotion/go1/joystick.py``) as an mjvec
-vector env; docs/go1_joystick.md states what equals Playground and what does not.
+"""Go1JoystickFlatTerrain / Go1JoystickRoughTerrain: a Unitree Go1 tracks a velocity command (lin x,
+lin y, yaw rate) on flat ground or on Playground's heightfield, MuJoCo Playground's task
+(``mujoco_playground/_src/locomotion/go1/joystick.py``) as an mjvec vector env (the terrain is the
+scene's alone: the task reads nothing of it); docs/go1_joystick.md states what equals Playground and
+what does not.
 
 Per control step (`ctrl_dt`, `substeps` physics steps of `sim_dt`), in Playground's order:
 
@@ -62,7 +64,7 @@ BOUND_FIELDS = ("sensordata", "site_xpos", "site_xmat", "actuator_force")
 class Go1JoystickEnv(MjVecEnv, VectorEnv):
     """The Go1 joystick task over any backend (see the module docstring).
 
-    backend: a `Backend` over `mjvec.tasks.go1_joystick.scene.scene_spec(config)`.
+    backend: a `Backend` over `mjvec.tasks.go1_joystick.scene.scene_spec(config, terrain)`.
     config: the task constants (None: Playground's). obs_mode: "policy" -> Box(48);
     "asymmetric" -> Dict(policy=Box(48), critic=Box(123)). Remaining keyword arguments go to `MjVecEnv`.
 

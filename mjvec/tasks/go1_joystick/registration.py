@@ -1,8 +1,12 @@
-"""Go1JoystickFlatTerrain's registration on the shared task path (`mjvec.envs.registry.register_task`).
+"""Go1JoystickFlatTerrain's and Go1JoystickRoughTerrain's registration on the shared task path
+(`mjvec.envs.registry.register_task`).
 
-Its id keeps Playground's name in a ``playground/`` namespace: after ``import mjvec``,
-``gym.make_vec("playground/Go1JoystickFlatTerrain-v0", num_envs=N, ...)`` -> `Go1JoystickEnv` and
-``gym.make(...)`` a single `gymnasium.Env`. Options: the shared `TaskOptions` (max_episode_steps
+Their ids keep Playground's names in a ``playground/`` namespace (`ENV_IDS`: Playground's terrain
+name -> id): after ``import mjvec``, ``gym.make_vec("playground/Go1JoystickFlatTerrain-v0",
+num_envs=N, ...)`` (or ``...RoughTerrain-v0``) -> `Go1JoystickEnv` and ``gym.make(...)`` a single
+`gymnasium.Env`. The two differ in their scene alone (`scene.TERRAINS`), as Playground's
+``Joystick(task=...)`` does; they share the options, the config and the "paper" preset
+(Playground registers ``go1_randomize.domain_randomize`` for both). Options: the shared `TaskOptions` (max_episode_steps
 defaults to the config's 1000; randomization to None, the bare task, as Playground's
 ``registry.load``) plus obs_mode and config. The scene comes from the ``mjvec[playground]`` extra;
 without it, building the env raises one ConfigError naming the extra.
@@ -25,14 +29,16 @@ from mjvec.tasks.go1_joystick.observations import OBS_MODES
 from mjvec.tasks.go1_joystick.presets import paper
 from mjvec.tasks.go1_joystick.scene import scene_spec
 
-__all__ = ["ENV_ID", "Go1JoystickOptions", "register_envs"]
+__all__ = ["ENV_ID", "ENV_IDS", "ROUGH_ENV_ID", "Go1JoystickOptions", "register_envs"]
 
 ENV_ID = "playground/Go1JoystickFlatTerrain-v0"
+ROUGH_ENV_ID = "playground/Go1JoystickRoughTerrain-v0"
+ENV_IDS = {"flat_terrain": ENV_ID, "rough_terrain": ROUGH_ENV_ID}
 
 
 @dataclass(frozen=True)
 class Go1JoystickOptions(TaskOptions):
-    """The keywords of playground/Go1JoystickFlatTerrain-v0: the shared `TaskOptions` plus
+    """The keywords of playground/Go1Joystick{Flat,Rough}Terrain-v0: the shared `TaskOptions` plus
 
     obs_mode: "policy" (Box(48): Playground's "state") or "asymmetric" (Dict(policy=48,
         critic=123): with its "privileged_state").
@@ -57,22 +63,22 @@ class Go1JoystickOptions(TaskOptions):
         return dataclasses.replace(cfg, episode_length=self.max_episode_steps)
 
 
-def _variant(config: Go1JoystickConfig, v: int) -> mujoco.MjSpec:
-    return scene_spec(config)
+def _variant(config: Go1JoystickConfig, terrain: str, v: int) -> mujoco.MjSpec:
+    return scene_spec(config, terrain)
 
 
-def _variants(opts: Go1JoystickOptions) -> tuple[int, Any]:
-    return 1, functools.partial(_variant, opts.task_config())
+def _variants(terrain: str, opts: Go1JoystickOptions) -> tuple[int, Any]:
+    return 1, functools.partial(_variant, opts.task_config(), terrain)
 
 
-def register_envs() -> Task:
-    """Register the task (idempotent: a second call returns the registered task)."""
-    return register_once(
-        ENV_ID,
-        env_class=Go1JoystickEnv,
-        options=Go1JoystickOptions,
-        variants=_variants,
-        env_kwargs=lambda opts: {"config": opts.task_config(), "obs_mode": opts.obs_mode},
-        presets={"paper": paper},
-        namespaces=("numpy", "torch"),
-    )
+def _env_kwargs(opts: Go1JoystickOptions) -> dict[str, Any]:
+    return {"config": opts.task_config(), "obs_mode": opts.obs_mode}
+
+
+def register_envs() -> tuple[Task, ...]:
+    """Register both tasks (idempotent: a second call returns the registered ones), flat first."""
+    return tuple(
+        register_once(env_id, env_class=Go1JoystickEnv, options=Go1JoystickOptions,
+                      variants=functools.partial(_variants, terrain), env_kwargs=_env_kwargs,
+                      presets={"paper": paper}, namespaces=("numpy", "torch"))
+        for terrain, env_id in ENV_IDS.items())

@@ -1,6 +1,8 @@
-"""The Go1 joystick scene: MuJoCo Playground's ``scene_mjx_feetonly_flat_terrain.xml`` (Menagerie's
-Unitree Go1 with collisions on the feet only, a plane floor, foot-floor contact sensors), loaded from
-the ``mjvec[playground]`` assets, with the model edits Playground's ``Go1Env.__init__`` makes:
+"""The Go1 joystick scenes: MuJoCo Playground's ``scene_mjx_feetonly_<terrain>.xml`` (Menagerie's
+Unitree Go1 with collisions on the feet only, foot-floor contact sensors, and a floor geom named
+"floor": a plane on "flat_terrain", a 256 x 256 MuJoCo hfield of 20 m x 20 m read from Playground's
+``hfield.png`` on "rough_terrain"), loaded from the ``mjvec[playground]`` assets, with the model
+edits Playground's ``Go1Env.__init__`` makes:
 timestep = sim_dt, ``ccd_iterations`` = 20, the leg joints' damping = Kd, the position actuators'
 gain = Kp (gainprm[0] = Kp, biasprm[1] = -Kp). The names below are Playground's (``go1_constants``).
 """
@@ -11,11 +13,16 @@ import mujoco
 
 from mjvec.assets.mjcf import load_spec
 from mjvec.assets.playground import playground_file
+from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.go1_joystick.config import Go1JoystickConfig
 
-__all__ = ["FEET", "FLAT_TERRAIN_XML", "ROOT_BODY", "SENSORS", "scene_spec"]
+__all__ = ["FEET", "FLAT_TERRAIN_XML", "ROOT_BODY", "ROUGH_TERRAIN_XML", "SENSORS", "TERRAINS", "scene_spec"]
 
-FLAT_TERRAIN_XML = "mujoco_playground/_src/locomotion/go1/xmls/scene_mjx_feetonly_flat_terrain.xml"
+_XMLS = "mujoco_playground/_src/locomotion/go1/xmls"
+FLAT_TERRAIN_XML = f"{_XMLS}/scene_mjx_feetonly_flat_terrain.xml"
+ROUGH_TERRAIN_XML = f"{_XMLS}/scene_mjx_feetonly_rough_terrain.xml"
+# Playground's task names -> their scenes (go1_constants.task_to_xml).
+TERRAINS = {"flat_terrain": FLAT_TERRAIN_XML, "rough_terrain": ROUGH_TERRAIN_XML}
 ROOT_BODY = "trunk"
 IMU_SITE = "imu"
 FLOOR_GEOM = "floor"
@@ -29,9 +36,12 @@ FOOT_CONTACT_SENSORS = tuple(f"{foot}_floor_found" for foot in FEET)
 SENSORS = ("gyro", "local_linvel", "accelerometer", "upvector", "global_linvel", "global_angvel")
 
 
-def scene_spec(config: Go1JoystickConfig, xml: str = FLAT_TERRAIN_XML) -> mujoco.MjSpec:
-    """A fresh MjSpec of the scene with Playground's model edits for `config` (see the module docstring)."""
-    spec = load_spec(playground_file(xml))
+def scene_spec(config: Go1JoystickConfig, terrain: str = "flat_terrain") -> mujoco.MjSpec:
+    """A fresh MjSpec of the `terrain` scene (a key of `TERRAINS`) with Playground's model edits for
+    `config` (see the module docstring)."""
+    if terrain not in TERRAINS:
+        raise ConfigError(f"terrain={terrain!r} is not a Go1 joystick scene; allowed values are {allowed(TERRAINS)}")
+    spec = load_spec(playground_file(TERRAINS[terrain]))
     spec.option.timestep = config.sim_dt
     spec.option.ccd_iterations = CCD_ITERATIONS
     for joint in spec.joints:
