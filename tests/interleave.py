@@ -18,11 +18,12 @@ module until released: the deterministic window a test opens to let another thre
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,30 @@ class _State:
     points: int = 0
 
 
+@contextlib.contextmanager
+def opcodes_of(module_file: str, on_opcode: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, call `on_opcode()` before each bytecode this thread executes in the frames
+    of `module_file` (a trace function with opcode events on that module's frames only); whatever
+    `on_opcode` raises propagates from the traced code."""
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            on_opcode()
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != module_file:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+
+
 def run_interleaved(seed: int, bodies: dict[str, Callable[[], Any]], *, timeout: float = 60.0,
                     module_file: str = GUARD_FILE) -> int:
     """Run `bodies` (name -> callable) in threads of those names, interleaved at `module_file`'s
@@ -80,25 +105,13 @@ def run_interleaved(seed: int, bodies: dict[str, Callable[[], Any]], *, timeout:
             state.turn = None
 
     def runner(name: str, body: Callable[[], Any]) -> None:
-        def local(frame, event, arg):
-            if event == "opcode":
-                park(name)
-            return local
-
-        def tracer(frame, event, arg):
-            if frame.f_code.co_filename != module_file:
-                return None
-            frame.f_trace_opcodes = True
-            return local
-
         _local.park = lambda: park(name)
-        sys.settrace(tracer)
         try:
-            body()
+            with opcodes_of(module_file, lambda: park(name)):
+                body()
         except BaseException as error:  # re-raised by the scheduler, in the test's thread
             state.errors[name] = error
         finally:
-            sys.settrace(None)
             _local.park = None
             with state.cond:
                 state.done.add(name)
@@ -145,24 +158,13 @@ def pause_at(k: int, call: Callable[[], Any], paused: threading.Event, resume: t
     `call` raises propagates."""
     seen = [0]
 
-    def local(frame, event, arg):
-        if event == "opcode":
-            seen[0] += 1
-            if seen[0] == k:
-                paused.set()
-                if not resume.wait(timeout):
-                    raise Hang(f"not resumed within {timeout} s")
-        return local
+    def count() -> None:
+        seen[0] += 1
+        if seen[0] == k:
+            paused.set()
+            if not resume.wait(timeout):
+                raise Hang(f"not resumed within {timeout} s")
 
-    def tracer(frame, event, arg):
-        if frame.f_code.co_filename != module_file:
-            return None
-        frame.f_trace_opcodes = True
-        return local
-
-    sys.settrace(tracer)
-    try:
+    with opcodes_of(module_file, count):
         call()
-    finally:
-        sys.settrace(None)
     return seen[0] >= k

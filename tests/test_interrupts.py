@@ -14,7 +14,6 @@ Oracles: a twin env driven the same way without interrupts, and the env's own ho
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 
@@ -25,6 +24,7 @@ import pytest
 import mjvec
 from mjvec.envs import guard
 from mjvec.errors import ClosedError, ConcurrentUseError, ResetNeededError
+from tests.interleave import opcodes_of
 from tests.toy_env import ToyPendulumEnv, policy
 
 _GUARD_FILE = guard.__file__
@@ -35,26 +35,16 @@ def _interrupt_at(k: int, call: Callable[[], object]) -> bool:
     module's frames; True if the interrupt was raised (False: the call ran fewer bytecodes there)."""
     seen = [0]
 
-    def local(frame, event, arg):
-        if event == "opcode":
-            seen[0] += 1
-            if seen[0] == k:
-                raise KeyboardInterrupt
-        return local
+    def count() -> None:
+        seen[0] += 1
+        if seen[0] == k:
+            raise KeyboardInterrupt
 
-    def tracer(frame, event, arg):
-        if frame.f_code.co_filename != _GUARD_FILE:
-            return None
-        frame.f_trace_opcodes = True
-        return local
-
-    sys.settrace(tracer)
     try:
-        call()
+        with opcodes_of(_GUARD_FILE, count):
+            call()
     except KeyboardInterrupt:
         return True
-    finally:
-        sys.settrace(None)
     return False
 
 
