@@ -19,8 +19,9 @@ action scale x action, reset to the home keyframe on a fall). Every side steps s
 and resets finished envs (its own autoreset; the single env by hand).
 
 It answers one JSON line per JSON command line on stdin:
-- {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps} (mjvec adds the
-  time inside the backend's step and inside its mj_rnePostConstraint pass);
+- {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps, "cpu_s": this
+  process's CPU time in them, all its threads (not its children's)} (mjvec adds the time inside the
+  backend's step and inside its mj_rnePostConstraint pass);
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
   plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
   {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"};
@@ -170,7 +171,7 @@ class Side:
             rec.records.clear()
             rec.step_seconds, self.rne_s = 0.0, 0.0
         every = max(1, steps // RECORDS)
-        t0 = time.perf_counter()
+        cpu0, t0 = time.process_time(), time.perf_counter()
         for i in range(steps):
             if rec is not None and i % every == 0:
                 rec.arm()
@@ -184,7 +185,7 @@ class Side:
                     self.env.reset()
             else:
                 self.env.step(action)
-        out = {"seconds": time.perf_counter() - t0}
+        out = {"seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0}
         if rec is not None:
             out |= {"backend_s": rec.step_seconds, "rne_s": self.rne_s}
         return out

@@ -15,7 +15,8 @@ group of:
 - r1: plain single-thread ``mujoco.mj_step`` on the task's model compiled alone (the scene with
   Playground's model edits), replaying states the mjvec env stepped (bit-exact replays counted);
   L = T x r1 / substeps; mjvec's e2e / L, and the backend's physics share of mjvec's step;
-- peak RSS of each side's process (children included) minus its size before the side's packages were imported.
+- peak RSS of each side's process (children included) minus its size before the side's packages were imported;
+- the CPU cores each side kept busy while timed (its process's CPU time / wall time, all threads).
 
 One group per T (not all sides at once, as gym_suite does): EnvPool builds one MjModel per env
 (about 55 MiB each on this scene), so two EnvPool processes of 256 envs do not fit a small
@@ -54,15 +55,22 @@ def mem_available() -> int:
     return 0
 
 
-def _envpool_fits(n: int, per_env: float | None) -> bool:
-    """EnvPool's estimated peak at n envs (per-env peak measured at a smaller size) fits in 80 % of
-    the memory available now; True before anything was measured."""
-    if per_env is None:
+def _envpool_fits(n: int, measured: dict[int, float]) -> bool:
+    """EnvPool's estimated peak at n envs fits in 70 % of the memory available now. The estimate
+    extrapolates its measured peaks (num_envs -> bytes) linearly from the two largest sizes (one:
+    proportionally); True before anything was measured."""
+    if not measured:
         return True
-    need, free = per_env * n, mem_available()
-    if need > 0.8 * free:
-        print(f"EnvPool at num_envs={n} skipped: its estimated peak RSS {need / 2**30:.1f} GiB "
-              f"({per_env / 2**20:.0f} MiB per env, measured at the previous size) exceeds 80 % of the "
+    sizes = sorted(measured)[-2:]
+    if len(sizes) == 1:
+        need = measured[sizes[0]] * n / sizes[0]
+    else:
+        (a, b), (pa, pb) = sizes, (measured[s] for s in sizes)
+        need = pb + (pb - pa) / (b - a) * (n - b)
+    free = mem_available()
+    if need > 0.7 * free:
+        print(f"EnvPool at num_envs={n} skipped: its estimated peak RSS {need / 2**30:.1f} GiB (extrapolated "
+              f"from its peaks at num_envs {', '.join(map(str, sizes))}) exceeds 70 % of the "
               f"{free / 2**30:.1f} GiB available", flush=True)
         return False
     return True
@@ -89,6 +97,7 @@ def _row(task: str, n: int, t: int, res: dict, substeps: int) -> dict:
             "mjvec_vs_async": round(m["rate"] / asy["rate"], 2) if asy else "",
             "r1": round(m["r1"]), "e2e_vs_limit": round(m["rate"] / limit, 3),
             "physics_share": round(m["physics_share"], 3), "exact": f"{m['exact'][0]}/{m['exact'][1]}",
+            "mjvec_cores": round(m["cores"], 2), "envpool_cores": round(ep["cores"], 2) if ep else "",
             "mjvec_rss_mib": round(mib(m["rss"]), 1), "envpool_rss_mib": round(mib(ep["rss"]), 1) if ep else "",
             "async_rss_mib": round(mib(asy["rss"]), 1) if asy else "",
             "rss_vs_envpool": round(mib(m["rss"]) / mib(ep["rss"]), 3) if ep else ""}
@@ -101,7 +110,8 @@ def _print(row: dict, substeps: int) -> None:
              " | EnvPool not run")
           + (f" | Async {row['async']:7,d} ({row['mjvec_vs_async']:.2f}x)" if row["async"] != "" else "")
           + f" | e2e/(T x r1/{substeps}) {row['e2e_vs_limit']:.3f} (physics {row['physics_share']:.3f} of the step; "
-          f"r1 {row['r1']:,d} substeps/s, replays bit-exact {row['exact']}) | peak RSS MiB: mjvec "
+          f"r1 {row['r1']:,d} substeps/s, replays bit-exact {row['exact']}) | CPU cores busy: mjvec "
+          f"{row['mjvec_cores']}" + (f", EnvPool {row['envpool_cores']}" if ep else "") + " | peak RSS MiB: mjvec "
           f"{row['mjvec_rss_mib']}"
           + (f", EnvPool {row['envpool_rss_mib']} ({row['rss_vs_envpool']:.3f}x)" if ep else "")
           + (f", Async {row['async_rss_mib']}" if row["async"] != "" else "")
@@ -110,10 +120,10 @@ def _print(row: dict, substeps: int) -> None:
 
 def run_task(task: str, args: argparse.Namespace, substeps: int) -> list[dict]:
     """Every num_envs and thread count of one task; returns the CSV rows."""
-    rows, per_env = [], None
+    rows, peaks = [], {}
     py = sys.executable
     for n in sorted(args.num_envs):
-        with_envpool = bool(args.envpool_python) and _envpool_fits(n, per_env)
+        with_envpool = bool(args.envpool_python) and _envpool_fits(n, peaks)
         for t in args.threads:
             workers = {f"mjvec {t}": Worker(py, "mjvec", task, n, t)}
             if with_envpool:
@@ -126,7 +136,7 @@ def run_task(task: str, args: argparse.Namespace, substeps: int) -> list[dict]:
                 w.close()
             if f"envpool {t}" in res:
                 rss = res[f"envpool {t}"]["rss"]
-                per_env = max(per_env or 0.0, (rss["peak"] - rss["baseline"]) / n)
+                peaks[n] = max(peaks.get(n, 0.0), rss["peak"] - rss["baseline"])
             row = _row(task, n, t, res, substeps)
             _print(row, substeps)
             rows.append(row)
