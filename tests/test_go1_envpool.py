@@ -155,9 +155,10 @@ def rejected(ours: np.ndarray, theirs: np.ndarray, names: list[str]) -> list[str
     return out
 
 
-def test_envpools_constants_equal_mjvecs_config() -> None:
-    spec = subprocess.run([str(ENVPOOL_PYTHON), "-c", "import envpool, json; print(json.dumps(envpool.make_spec("
-                           "'MuJoCoPlayground/Go1JoystickFlatTerrain-v1').config._asdict()))"],
+@pytest.mark.parametrize("task", list(TASKS.values()))
+def test_envpools_constants_equal_mjvecs_config(task: str) -> None:
+    spec = subprocess.run([str(ENVPOOL_PYTHON), "-c", "import envpool, json, sys; print(json.dumps(envpool.make_spec("
+                           "sys.argv[1]).config._asdict()))", task],
                           capture_output=True, text=True, timeout=300, check=True)
     theirs = json.loads(spec.stdout)
     cfg, noise = Go1JoystickConfig(), NoiseScales()
