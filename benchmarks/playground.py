@@ -15,13 +15,16 @@ group of:
 - r1: plain single-thread ``mujoco.mj_step`` on the task's model compiled alone (the scene with
   Playground's model edits), replaying states the mjvec env stepped (bit-exact replays counted);
   L = T x r1 / substeps; mjvec's e2e / L, and the backend's physics share of mjvec's step;
-- peak RSS of each side's process (children included) minus its size before the side's packages were imported;
+- peak RSS of each side's process (children included) minus its size before the side's packages
+  were imported;
 - the CPU cores each side kept busy while timed (its process's CPU time / wall time, all threads).
 
 One group per T (not all sides at once, as gym_suite does): EnvPool builds one MjModel per env
-(about 55 MiB each on this scene), so two EnvPool processes of 256 envs do not fit a small
-machine. EnvPool is skipped at a num_envs whose estimated peak (its per-env peak at the previous
-size x N) exceeds the memory available; the output says so. Before the groups, each side's
+(about 48 MiB each on these scenes), so two EnvPool processes of 256 envs do not fit a small
+machine. EnvPool is skipped at a num_envs whose estimated peak (extrapolated from its peaks at the
+smaller sizes, `_envpool_fits`) exceeds 70 % of the memory available; the output says so.
+AsyncVectorEnv's processes each compile the scene (a few hundred MiB each at their peak), hence
+--async-envs. Before the groups, each side's
 single-env rate and the raw engines side by side (plain ``mj_step`` on 32 MjData of the scene,
 MuJoCo 4.0 here vs the EnvPool venv's mujoco 3.6.0, the version EnvPool 1.2.5 links).
 
