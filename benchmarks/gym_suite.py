@@ -83,7 +83,8 @@ def measure(workers: dict[str, Worker], steps: dict[str, int], repeats: int, des
     out = {}
     for name, values in samples.items():
         n = int(workers[name].label.split()[1].split("x")[0])
-        row = {"rate": statistics.median(steps[name] * n / v["seconds"] for v in values)}
+        row = {"rate": statistics.median(steps[name] * n / v["seconds"] for v in values),
+               "cores": statistics.median(v.get("cpu_s", 0.0) / v["seconds"] for v in values)}
         if "backend_s" in values[0]:
             row["physics_share"] = statistics.median((v["backend_s"] - v["rne_s"]) / v["seconds"] for v in values)
             row["rne_share"] = statistics.median(v["rne_s"] / v["seconds"] for v in values)

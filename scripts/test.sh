@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install (scripts/setup.sh with the dev extra), lint, and run the whole test suite. Extra
 # arguments go to pytest; scripts/setup_playground.sh first makes MuJoCo Playground's environment
-# (the oracle of the playground/ tasks). Then the rl_games tests, which need their own environment (rl-games pins
+# (the oracle of the playground/ tasks) and scripts/setup_envpool.sh EnvPool's. Then the rl_games tests, which need their own environment (rl-games pins
 # psutil<6): scripts/setup_rl_games.sh makes .venv-rl-games and tests/test_rl_games.py runs there
 # (MJVEC_SKIP_RL_GAMES=1 skips that second run).
 set -euo pipefail
@@ -10,6 +10,8 @@ bash scripts/setup.sh dev
 .venv/bin/ruff check mjvec tests examples benchmarks
 # MuJoCo Playground's own code, the oracle of tests/test_go1_playground.py (MJVEC_SKIP_PLAYGROUND=1 skips it).
 [ -n "${MJVEC_SKIP_PLAYGROUND:-}" ] || bash scripts/setup_playground.sh
+# EnvPool 1.2.5's C++ port of the Go1 tasks, compared in tests/test_go1_envpool.py (MJVEC_SKIP_ENVPOOL=1 skips it).
+[ -n "${MJVEC_SKIP_ENVPOOL:-}" ] || bash scripts/setup_envpool.sh
 MUJOCO_GL=${MUJOCO_GL:-osmesa} .venv/bin/python -m pytest -q "$@"
 if [ -z "${MJVEC_SKIP_RL_GAMES:-}" ]; then
   bash scripts/setup_rl_games.sh
