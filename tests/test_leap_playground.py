@@ -10,13 +10,16 @@ tests/playground_driver.py. Skipped, saying how to make that environment, when i
   termination, the motor targets, success, ``steps_since_last_success``, ``success_count`` and the
   goal's new orientation must equal mjvec's. Playground computes in float32 from the
   float32-rounded state, mjvec in float64: `TOL` is tests/playground_oracle.py's (4e-6 relative
-  plus 1e-6 absolute: half an ulp of rounding plus some tens of float32 operations). Two values get
-  more, for a stated reason: the energy term (a sum of 16 |qvel| x |force| products of up to about
-  1e2, each product with float32's relative error: `ENERGY_ATOL`), and the orientation term, whose
-  2 asin(|v|) has slope 2 / sqrt(1 - |v|^2): an error of about 1e-7 in |v| grows to 1e-7 x that
-  slope near pi, so it is compared as sin(err / 2) = |v|, the float32 value before the asin
-  (`SIN_ATOL`: a few float32 ulps of a norm near 1).
-  Success is compared on the rows whose error is not within `THRESHOLD_GAP` of the threshold.
+  plus 1e-6 absolute: half an ulp of rounding plus some tens of float32 operations). One value is
+  compared otherwise: the orientation term, whose 2 asin(|v|) has slope 2 / sqrt(1 - |v|^2): an
+  error of about 1e-7 in |v| grows by that slope near pi, so it is compared as sin(err / 2) = |v|,
+  the float32 value before the asin (`SIN_ATOL`: a few float32 ulps of a norm near 1).
+  Success is compared on the rows whose error is not within `THRESHOLD_GAP` of the threshold (none
+  is). The reward gets 1e-4 absolute: it carries the orientation term's error near pi. Measured
+  (60 steps x 16 envs, 956 compared rows, 22 successes, 4 falls): observation and privileged
+  state 3.6e-7, targets 2.8e-7, hand_pose 7.8e-7, position 7.3e-8, action_rate 1.3e-8, energy
+  3.9e-9, termination exact, the orientation term 3.7e-4 (sin(err / 2): 2.0e-7), reward 1.9e-5,
+  goal spin 3.3e-7, goal quaternion 1.3e-7.
   The goal after a success spins by each side's own draw: there, Playground's new goal must equal
   mjvec's `spin_goal` of Playground's spin.
 - Sampling (distribution): reset hand poses, cube positions and orientations, goal orientations and
@@ -38,7 +41,7 @@ import mjvec  # noqa: F401  (registers the task)
 from mjvec.tasks.leap_cube_reorient import ENV_ID, LeapCubeReorientConfig
 from mjvec.tasks.leap_cube_reorient.scene import scene_spec
 from mjvec.tasks.leap_cube_reorient.terms import REWARD_TERMS, spin_goal
-from mjvec.xp import to_host
+from mjvec.xp import Rows, to_host
 from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fields, run_driver
 
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
@@ -46,7 +49,6 @@ NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 # two steps of history and an EMA of the targets, so that the rolling and the blend are exercised.
 LOCKSTEP = LeapCubeReorientConfig(noise_level=0.0, success_threshold=1.5, history_len=2, ema_alpha=0.8)
 PG_LOCKSTEP = {"impl": "jax", "obs_noise.level": 0.0, "success_threshold": 1.5, "history_len": 2, "ema_alpha": 0.8}
-ENERGY_ATOL = 2e-4
 THRESHOLD_GAP = 1e-5
 SIN_ATOL = 1e-6
 PG = {"env": "LeapCubeReorient"}
@@ -110,7 +112,7 @@ def _samples() -> dict[str, np.ndarray]:
         base = env.unwrapped
         mocap = base._views["mocap_quat"][:, base.indices.goal_mocap]
         draws = {"qpos": base.backend.qpos.copy(), "ctrl": base.backend.ctrl.copy(), "mocap_quat": mocap.copy()}
-        rows = mjvec.xp.Rows.all(base.num_envs)
+        rows = Rows.all(base.num_envs)
         draws["spin"] = base.cfg.goal_spin_base + base.rng.uniform(rows, "goal/spin", -base.cfg.goal_spin_jitter,
                                                                    base.cfg.goal_spin_jitter, (3,))
         for k, v in draws.items():
@@ -135,7 +137,8 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.n
          "outputs": str(folder / "samples_out.npz"), "overrides": {"impl": "jax"}, **PG},
     ], folder)
     return {"mjvec": rollout, "task": dict(np.load(folder / "task_out.npz")),
-            "samples": dict(np.load(folder / "samples_out.npz")), "model": {"path": np.array(str(folder / "model.mjb"))}}
+            "samples": dict(np.load(folder / "samples_out.npz")),
+            "model": {"path": np.array(str(folder / "model.mjb"))}}
 
 
 def _close(oracle, ours: str, theirs: str, atol: float | None = None, where: np.ndarray | None = None) -> float:
@@ -167,10 +170,11 @@ def test_playgrounds_model_equals_the_scene_mjvec_builds(oracle) -> None:
 
 def test_the_rollout_exercises_falls_successes_and_goal_spins(oracle) -> None:
     ours, mask = oracle["mjvec"], oracle["mjvec"]["active"]
-    assert ours["mjvec_done"][mask].sum() >= 2
-    assert ours["mjvec_success"][mask].sum() >= 20
+    # Floors below the measured 4 falls and 22 successes: the physics may round otherwise on another CPU.
+    assert ours["mjvec_done"][mask].sum() >= 1
+    assert ours["mjvec_success"][mask].sum() >= 10
     assert (~ours["mjvec_success"][mask] & (np.abs(ours["pre_goal_quat_dquat"][mask]).max(-1) > 0)).sum() >= 20
-    assert (~mask).sum() >= 2
+    assert (~mask).sum() >= 1
     assert [t for t in REWARD_TERMS if t != "joint_vel" and not np.any(oracle["task"][f"reward/{t}"][mask])] == []
 
 
@@ -183,10 +187,8 @@ def test_observation_and_privileged_state_equal_playgrounds(oracle) -> None:
 def test_every_reward_term_the_reward_and_the_termination_equal_playgrounds(oracle) -> None:
     ours, theirs, mask = oracle["mjvec"], oracle["task"], oracle["mjvec"]["active"]
     for term in REWARD_TERMS:
-        atol = ENERGY_ATOL if term == "energy" else None
-        if term == "orientation":
-            continue
-        _close(oracle, f"mjvec_reward/{term}", f"reward/{term}", atol=atol)
+        if term != "orientation":
+            _close(oracle, f"mjvec_reward/{term}", f"reward/{term}")
     # The orientation term is linear in the error: compare sin(err / 2) = |v|, what float32 computes
     # before the asin (see above).
     weight = LOCKSTEP.reward_scales.orientation
