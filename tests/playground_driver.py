@@ -133,7 +133,7 @@ def _leap_info(pre: dict[str, Any], key: Any, env: Any) -> dict[str, Any]:
 _CLIP = jp.clip
 
 
-def _clip(x: Any, min: Any = None, max: Any = None, *, a_min: Any = None, a_max: Any = None) -> Any:  # noqa: A002
+def _clip(x: Any, min: Any = None, max: Any = None, *, a_min: Any = None, a_max: Any = None) -> Any:
     """jax.numpy.clip accepting a_min / a_max: Playground 0.2.0's ``_cube_orientation_error`` calls
     ``jp.clip(..., a_max=1.0)``, names jax 0.10 removed (the same function, its old keywords)."""
     return _CLIP(x, a_min if min is None else min, a_max if max is None else max)

@@ -26,23 +26,29 @@ tests/playground_driver.py. Skipped, saying how to make that environment, when i
   the success spin: a two-sample Kolmogorov-Smirnov test per component at level 1e-3 between 4,096
   Playground draws and 4,096 mjvec draws (fixed seeds, so the verdict is deterministic), plus the
   check that the same test rejects a spin whose base is off by 0.3 rad/s.
+- The trainer configs (agents/): Playground's brax_ppo_config and rsl_rl_config for the task.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
 
 import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+import yaml
 
 import mjvec  # noqa: F401  (registers the task)
 from mjvec.tasks.leap_cube_reorient import ENV_ID, LeapCubeReorientConfig
 from mjvec.tasks.leap_cube_reorient.scene import scene_spec
 from mjvec.tasks.leap_cube_reorient.terms import REWARD_TERMS, spin_goal
 from mjvec.xp import Rows, to_host
-from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fields, run_driver
+from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fields, playground_python, run_driver
 
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 # Noise off; a wide success threshold, so that successes (and goal spins) happen within the rollout;
@@ -237,3 +243,34 @@ def test_the_lockstep_configs_agree() -> None:
     assert dataclasses.asdict(LOCKSTEP)["success_threshold"] == PG_LOCKSTEP["success_threshold"]
     assert (LOCKSTEP.noise_level, LOCKSTEP.history_len, LOCKSTEP.ema_alpha) == (
         PG_LOCKSTEP["obs_noise.level"], PG_LOCKSTEP["history_len"], PG_LOCKSTEP["ema_alpha"])
+
+
+AGENTS = Path(__file__).resolve().parents[1] / "mjvec" / "tasks" / "leap_cube_reorient" / "agents"
+PRINT_CONFIGS = ("import json; from mujoco_playground.config import manipulation_params as m; "
+                 "print(json.dumps([m.brax_ppo_config('LeapCubeReorient').to_dict(), "
+                 "m.rsl_rl_config('LeapCubeReorient').to_dict()], default=str))")
+
+
+def test_the_trainer_configs_are_playgrounds() -> None:
+    """agents/ppo.yaml and agents/rsl_rl_ppo.yaml against Playground's brax_ppo_config and
+    rsl_rl_config for LeapCubeReorient, read in Playground's own environment."""
+    done = subprocess.run([str(playground_python()), "-c", PRINT_CONFIGS], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    brax, rsl = json.loads(done.stdout.strip().splitlines()[-1])
+    ppo = yaml.safe_load((AGENTS / "ppo.yaml").read_text())
+    pairs = {"num_envs": "num_envs", "total_timesteps": "num_timesteps", "num_steps": "unroll_length",
+             "num_minibatches": "num_minibatches", "update_epochs": "num_updates_per_batch", "gamma": "discounting",
+             "learning_rate": "learning_rate", "ent_coef": "entropy_cost", "reward_scale": "reward_scaling",
+             "norm_obs": "normalize_observations"}
+    assert {k: ppo[k] for k in pairs} == {k: brax[v] for k, v in pairs.items()}
+    net = brax["network_factory"]
+    assert ppo["hidden"] == net["policy_hidden_layer_sizes"] == net["value_hidden_layer_sizes"]
+    assert ppo["asymmetric"] and net["value_obs_key"] == "privileged_state" and ppo["randomization"] == "paper"
+    train = yaml.safe_load((AGENTS / "rsl_rl_ppo.yaml").read_text())["train"]
+    assert train["algorithm"] == rsl["algorithm"]
+    assert train["num_steps_per_env"] == rsl["num_steps_per_env"] and train["save_interval"] == rsl["save_interval"]
+    for part, dims in (("actor", "actor_hidden_dims"), ("critic", "critic_hidden_dims")):
+        assert train[part]["hidden_dims"] == rsl["policy"][dims] and train[part]["activation"] == "elu"
+        assert train[part]["obs_normalization"] == rsl["empirical_normalization"]
+    assert train["actor"]["distribution_cfg"]["init_std"] == rsl["policy"]["init_noise_std"]
