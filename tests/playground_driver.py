@@ -26,6 +26,8 @@ heightfield scene). Jobs:
   new info, the targets and the goal's new mocap_quat.
 - ``leap_samples``: N resets of ``CubeReorient`` (its Data's qpos, ctrl, mocap_quat) and N goal
   spins drawn on success (``goal_quat_dquat``) by one ``step`` of a cube already at its goal.
+- ``configs``: Playground's trainer settings for the env (``brax_ppo_config`` and
+  ``rsl_rl_config`` of its suite's params module), as JSON [brax, rsl_rl] at outputs.
 - ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
   the given actions; command resampling is pushed beyond the horizon. Outputs the start state and
   per step qpos, qvel, obs, privileged, reward, done.
@@ -207,6 +209,14 @@ def job_leap_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> N
              mocap_pos=state.data.mocap_pos[:, 0], spin=info["goal_quat_dquat"])
 
 
+def job_configs(env: Any, inputs: dict[str, np.ndarray], outputs: str, name: str) -> None:
+    from mujoco_playground.config import locomotion_params, manipulation_params
+
+    params = manipulation_params if name.startswith(("Leap", "Panda", "Aloha", "Aero")) else locomotion_params
+    configs = [params.brax_ppo_config(name).to_dict(), params.rsl_rl_config(name).to_dict()]
+    Path(outputs).write_text(json.dumps(configs, default=str))
+
+
 def job_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
     base = mjx.make_data(env.mj_model, impl="jax")
@@ -252,7 +262,11 @@ JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajector
 
 def main(path: str) -> None:
     for job in json.loads(Path(path).read_text()):
-        env = _load(job.get("env", ENV), job.get("overrides", {}))
+        name = job.get("env", ENV)
+        if job["job"] == "configs":
+            job_configs(None, {}, job["outputs"], name)
+            continue
+        env = _load(name, job.get("overrides", {}))
         inputs = dict(np.load(job["inputs"])) if job.get("inputs") else {}
         JOBS[job["job"]](env, inputs, job["outputs"])
 

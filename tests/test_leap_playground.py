@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import gymnasium as gym
@@ -48,7 +46,7 @@ from mjvec.tasks.leap_cube_reorient import ENV_ID, LeapCubeReorientConfig
 from mjvec.tasks.leap_cube_reorient.scene import scene_spec
 from mjvec.tasks.leap_cube_reorient.terms import REWARD_TERMS, spin_goal
 from mjvec.xp import Rows, to_host
-from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fields, playground_python, run_driver
+from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fields, run_driver
 
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 # Noise off; a wide success threshold, so that successes (and goal spins) happen within the rollout;
@@ -141,10 +139,12 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.n
          "overrides": PG_LOCKSTEP, **PG},
         {"job": "leap_samples", "inputs": str(folder / "samples_in.npz"),
          "outputs": str(folder / "samples_out.npz"), "overrides": {"impl": "jax"}, **PG},
+        {"job": "configs", "outputs": str(folder / "configs.json"), **PG},
     ], folder)
     return {"mjvec": rollout, "task": dict(np.load(folder / "task_out.npz")),
             "samples": dict(np.load(folder / "samples_out.npz")),
-            "model": {"path": np.array(str(folder / "model.mjb"))}}
+            "model": {"path": np.array(str(folder / "model.mjb"))},
+            "configs": json.loads((folder / "configs.json").read_text())}
 
 
 def _close(oracle, ours: str, theirs: str, atol: float | None = None, where: np.ndarray | None = None) -> float:
@@ -246,18 +246,12 @@ def test_the_lockstep_configs_agree() -> None:
 
 
 AGENTS = Path(__file__).resolve().parents[1] / "mjvec" / "tasks" / "leap_cube_reorient" / "agents"
-PRINT_CONFIGS = ("import json; from mujoco_playground.config import manipulation_params as m; "
-                 "print(json.dumps([m.brax_ppo_config('LeapCubeReorient').to_dict(), "
-                 "m.rsl_rl_config('LeapCubeReorient').to_dict()], default=str))")
 
 
-def test_the_trainer_configs_are_playgrounds() -> None:
+def test_the_trainer_configs_are_playgrounds(oracle) -> None:
     """agents/ppo.yaml and agents/rsl_rl_ppo.yaml against Playground's brax_ppo_config and
     rsl_rl_config for LeapCubeReorient, read in Playground's own environment."""
-    done = subprocess.run([str(playground_python()), "-c", PRINT_CONFIGS], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    brax, rsl = json.loads(done.stdout.strip().splitlines()[-1])
+    brax, rsl = oracle["configs"]
     ppo = yaml.safe_load((AGENTS / "ppo.yaml").read_text())
     pairs = {"num_envs": "num_envs", "total_timesteps": "num_timesteps", "num_steps": "unroll_length",
              "num_minibatches": "num_minibatches", "update_epochs": "num_updates_per_batch", "gamma": "discounting",
