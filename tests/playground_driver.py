@@ -26,6 +26,9 @@ heightfield scene). Jobs:
   new info, the targets and the goal's new mocap_quat.
 - ``leap_samples``: N resets of ``CubeReorient`` (its Data's qpos, ctrl, mocap_quat) and N goal
   spins drawn on success (``goal_quat_dquat``) by one ``step`` of a cube already at its goal.
+- ``leap_trajectory``: N resets and T steps of Playground's ``CubeReorient`` as it is (impl from the
+  overrides) with the given actions; outputs the start Data (qpos, qvel, ctrl, mocap_pos,
+  mocap_quat) and per step qpos, qvel, reward, done.
 - ``configs``: Playground's trainer settings for the env (``brax_ppo_config`` and
   ``rsl_rl_config`` of its suite's params module), as JSON [brax, rsl_rl] at outputs.
 - ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
@@ -209,6 +212,22 @@ def job_leap_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> N
              mocap_pos=state.data.mocap_pos[:, 0], spin=info["goal_quat_dquat"])
 
 
+def job_leap_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    steps, num = inputs["action"].shape[:2]
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num)
+    with patched(jp, "clip", _clip):
+        state = jax.jit(jax.vmap(env.reset))(keys)
+        step = jax.jit(jax.vmap(env.step))
+        start = {k: np.asarray(getattr(state.data, k)) for k in ("qpos", "qvel", "ctrl", "mocap_pos", "mocap_quat")}
+        results: dict[str, list[np.ndarray]] = {}
+        for t in range(steps):
+            state = step(state, jp.asarray(inputs["action"][t], jp.float32))
+            row = {"qpos": state.data.qpos, "qvel": state.data.qvel, "reward": state.reward, "done": state.done}
+            for name, value in row.items():
+                results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{f"start_{k}": v for k, v in start.items()}, **{k: np.stack(v) for k, v in results.items()})
+
+
 def job_configs(env: Any, inputs: dict[str, np.ndarray], outputs: str, name: str) -> None:
     from mujoco_playground.config import locomotion_params, manipulation_params
 
@@ -257,7 +276,7 @@ def job_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
 
 
 JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
-        "leap_task": job_leap_task, "leap_samples": job_leap_samples}
+        "leap_task": job_leap_task, "leap_samples": job_leap_samples, "leap_trajectory": job_leap_trajectory}
 
 
 def main(path: str) -> None:
