@@ -327,3 +327,33 @@ def test_the_trainer_configs_load_into_the_trainers() -> None:
     train = yaml.safe_load((agents / "rsl_rl_ppo.yaml").read_text())["train"]
     assert train["obs_groups"] == {"actor": ["policy"], "critic": ["critic"]}
     assert _make(2, obs_mode="asymmetric").single_observation_space.keys() == {"policy", "critic"}
+
+
+def test_the_paper_preset_and_noise_work_on_the_contract_alone_and_change_nothing_there() -> None:
+    """The wrappers see the task only through mjvec.contract (tests/test_contract.py's ContractOnly):
+    the paper preset (model-field writes of this task's fields) and a noise wrapper on a named
+    policy block give the same trajectory there as on the env itself."""
+    from mjvec.randomization import ObservationNoise
+    from mjvec.tasks.leap_cube_reorient.presets import paper
+    from tests.test_contract import ContractOnly
+
+    def rollout(env: gym.vector.VectorEnv) -> list[np.ndarray]:
+        env = ObservationNoise(paper(env), "joint_pos", 0.05, distribution="uniform")
+        out = [env.reset(seed=3)[0]["policy"]]
+        rng = np.random.default_rng(0)
+        out += [env.step(rng.uniform(-1, 1, (env.num_envs, 16)))[0]["critic"] for _ in range(6)]
+        env.close()
+        return out
+
+    kwargs = {"num_envs": 3, "obs_mode": "asymmetric", "array_backend": "numpy"}
+    # The env under randomization="paper"'s own wrapper: the scene with the cube's COM writable.
+    build = lambda: gym.make_vec(ENV_ID, randomization="paper", **kwargs).env  # noqa: E731
+    alone, direct = rollout(ContractOnly(build())), rollout(build())
+    for a, b in zip(alone, direct, strict=True):
+        np.testing.assert_array_equal(a, b)
+    bare = gym.make_vec(ENV_ID, **kwargs)
+    with pytest.raises(ConfigError, match=r"the paper preset moves the cube's centre of mass, but this env's scene "
+                                          r"compiled the cube as a 'simple' body .* make the env with "
+                                          r"randomization='paper'"):
+        paper(bare)
+    bare.close()

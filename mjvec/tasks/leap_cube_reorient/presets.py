@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from gymnasium.vector import VectorEnv
 
+from mjvec.errors import ConfigError
 from mjvec.randomization import DomainRandomization, EventTerm
 from mjvec.tasks.leap_cube_reorient.scene import CUBE_BODY, FINGERTIPS, HAND_BODIES, HAND_JOINTS
 
@@ -42,5 +43,14 @@ PAPER_TERMS = (
 
 
 def paper(env: VectorEnv) -> VectorEnv:
-    """Wrap `env` with Playground's LeapCubeReorient randomization (see the module docstring)."""
+    """Wrap `env` with Playground's LeapCubeReorient randomization (see the module docstring).
+    Raises ConfigError when the env's scene compiled the cube as a "simple" body, whose centre of
+    mass MuJoCo does not let move (``randomization="paper"`` builds the scene that allows it)."""
+    model = env.unwrapped.backend.model
+    if model.body_simple[model.body(CUBE_BODY).id]:
+        raise ConfigError(
+            "the paper preset moves the cube's centre of mass, but this env's scene compiled the cube as a 'simple' "
+            "body (Playground's scene as it is); make the env with randomization='paper', which compiles it "
+            "non-simple, or build the scene with scene_spec(config, cube_com_writable=True)"
+        )
     return DomainRandomization(env, PAPER_TERMS)
