@@ -123,7 +123,7 @@ def job_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
 
 
-LEAP_INFO_INT = ("step", "steps_since_last_success", "success_count")
+LEAP_INFO_INT = ("step", "steps_since_last_success", "success_count", "pert_wait_steps", "pert_duration_steps")
 LEAP_AFTER = ("qpos", "qvel", "sensordata", "actuator_force")
 
 

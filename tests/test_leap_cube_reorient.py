@@ -61,6 +61,11 @@ def test_options_are_validated_naming_the_value_and_the_allowed_set(kwargs, erro
     (lambda: LeapCubeReorientConfig(noise_scales={"joint_pos": 0.1}), r"noise_scales must be a LeapNoiseScales, "
                                                                       r"got dict"),
     (lambda: LeapCubeReorientConfig(reward_scales=LeapNoiseScales()), r"reward_scales must be a LeapRewardScales"),
+    (lambda: LeapCubeReorientConfig(pert_enable=1), r"pert_enable must be True or False, got 1"),
+    (lambda: LeapCubeReorientConfig(pert_wait_steps=(5, 5)), r"pert_wait_steps must be \(low, high\) ints with "
+                                                             r"1 <= low < high .* got \(5, 5\)"),
+    (lambda: LeapCubeReorientConfig(pert_linear_velocity=(3.0, 0.0)), r"pert_linear_velocity must be \(low, high\) "
+                                                                      r"with low <= high"),
     (lambda: LeapNoiseScales(cube_ori=-0.1), r"LeapNoiseScales.cube_ori must be finite and >= 0.0, got -0.1"),
     (lambda: LeapRewardScales(energy="big"), r"LeapRewardScales.energy must be a real number, got str 'big'"),
 ])
@@ -146,7 +151,8 @@ def test_the_task_math_on_known_values() -> None:
 
 
 def test_an_env_stream_does_not_depend_on_num_envs_or_its_shard() -> None:
-    cfg = LeapCubeReorientConfig(success_threshold=1.5, random_ori_injection_prob=0.3)
+    cfg = LeapCubeReorientConfig(success_threshold=1.5, random_ori_injection_prob=0.3, pert_enable=True,
+                                 pert_wait_steps=(3, 6), pert_duration_steps=(1, 4))
     big, shard = _make(4, config=cfg, obs_mode="asymmetric"), _make(2, config=cfg, obs_mode="asymmetric",
                                                                        env_id_offset=2)
     ob, _ = big.reset(seed=9)
@@ -161,6 +167,7 @@ def test_an_env_stream_does_not_depend_on_num_envs_or_its_shard() -> None:
         np.testing.assert_array_equal(tb[2:], ts)
         successes += int(info["success"].sum())
     assert successes > 0  # goal spins drawn on the way
+    assert np.abs(big.unwrapped.perturbations.direction).max() > 0  # and push directions
     big.close()
     shard.close()
 

@@ -6,8 +6,8 @@ tests/playground_driver.py. Skipped, saying how to make that environment, when i
   (the paper scene differs in the cube's "simple" flag and the sparse-mass maps it drives alone).
 - Task logic on identical states (CPU backend): mjvec steps, and Playground's ``CubeReorient.step``
   is given mjvec's task state before the step and mjvec's physics result (its physics replaced). Its
-  observation and privileged state (noise off), every weighted reward term, the reward, the
-  termination, the motor targets, success, ``steps_since_last_success``, ``success_count`` and the
+  observation and privileged state (noise off, perturbations on), every weighted reward term, the
+  reward, the termination, the motor targets, success, ``steps_since_last_success``, ``success_count`` and the
   goal's new orientation must equal mjvec's. Playground computes in float32 from the
   float32-rounded state, mjvec in float64: `TOL` is tests/playground_oracle.py's (4e-6 relative
   plus 1e-6 absolute: half an ulp of rounding plus some tens of float32 operations). One value is
@@ -15,11 +15,13 @@ tests/playground_driver.py. Skipped, saying how to make that environment, when i
   error of about 1e-7 in |v| grows by that slope near pi, so it is compared as sin(err / 2) = |v|,
   the float32 value before the asin (`SIN_ATOL`: a few float32 ulps of a norm near 1).
   Success is compared on the rows whose error is not within `THRESHOLD_GAP` of the threshold (none
-  is). The reward gets 1e-4 absolute: it carries the orientation term's error near pi. Measured
-  (60 steps x 16 envs, 956 compared rows, 22 successes, 4 falls): observation and privileged
-  state 3.6e-7, targets 2.8e-7, hand_pose 7.8e-7, position 7.3e-8, action_rate 1.3e-8, energy
-  3.9e-9, termination exact, the orientation term 3.7e-4 (sin(err / 2): 2.0e-7), reward 1.9e-5,
-  goal spin 3.3e-7, goal quaternion 1.3e-7.
+  is). The reward gets 1e-4 absolute: it carries the orientation term's error near pi. Where a
+  push starts each side draws its own direction: there the privileged state is compared up to the
+  direction and the wrench's size. Measured (60 steps x 16 envs, 950 compared rows, 29 successes,
+  10 falls, 104 push starts, 341 rows pushed): observation and privileged state 4.2e-7, targets
+  3.3e-7, hand_pose 8.5e-7, position 7.7e-8, action_rate 1.3e-8, energy 3.8e-9, termination exact,
+  the orientation term 3.7e-4 (sin(err / 2): 2.1e-7), reward 1.9e-5, goal spin 3.3e-7, goal
+  quaternion 1.3e-7.
   The goal after a success spins by each side's own draw: there, Playground's new goal must equal
   mjvec's `spin_goal` of Playground's spin.
 - Sampling (distribution): reset hand poses, cube positions and orientations, goal orientations and
@@ -51,8 +53,13 @@ from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fiel
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 # Noise off; a wide success threshold, so that successes (and goal spins) happen within the rollout;
 # two steps of history and an EMA of the targets, so that the rolling and the blend are exercised.
-LOCKSTEP = LeapCubeReorientConfig(noise_level=0.0, success_threshold=1.5, history_len=2, ema_alpha=0.8)
-PG_LOCKSTEP = {"impl": "jax", "obs_noise.level": 0.0, "success_threshold": 1.5, "history_len": 2, "ema_alpha": 0.8}
+# Perturbations on, with short waits and durations, so that pushes start and run within it.
+LOCKSTEP = LeapCubeReorientConfig(noise_level=0.0, success_threshold=1.5, history_len=2, ema_alpha=0.8,
+                                  pert_enable=True, pert_wait_steps=(5, 15), pert_duration_steps=(1, 10))
+PG_LOCKSTEP = {"impl": "jax", "obs_noise.level": 0.0, "success_threshold": 1.5, "history_len": 2, "ema_alpha": 0.8,
+               "pert_config.enable": True, "pert_config.pert_wait_steps": [5, 15],
+               "pert_config.pert_duration_steps": [1, 10]}
+PERT_DIR, WRENCH = slice(141, 147), slice(147, 153)  # privileged columns with history_len 2
 THRESHOLD_GAP = 1e-5
 SIN_ATOL = 1e-6
 PG = {"env": "LeapCubeReorient"}
@@ -66,8 +73,12 @@ def _pre(base) -> dict[str, np.ndarray]:
         "steps_since_last_success": base.steps_since_last_success, "success_count": base.success_count,
         "qpos_error_history": shown.joint_history, "cube_pos_error_history": shown.pos_history,
         "cube_ori_error_history": shown.ori_history, "motor_targets": base.backend.ctrl,
-        "step": base.success_count * 0, "ctrl": base.backend.ctrl, "mocap_quat": base._views["mocap_quat"],
+        "ctrl": base.backend.ctrl, "mocap_quat": base._views["mocap_quat"],
     }
+    pert = base.perturbations
+    values.update({"step": pert.step, "pert_wait_steps": pert.wait[:, None], "pert_duration_steps":
+                   pert.duration[:, None], "pert_vel": pert.velocity, "pert_dir": pert.direction,
+                   "last_pert_step": pert.last_start[:, None]})
     return {k: np.array(to_host(v)) for k, v in values.items()}
 
 
@@ -176,18 +187,37 @@ def test_playgrounds_model_equals_the_scene_mjvec_builds(oracle) -> None:
 
 def test_the_rollout_exercises_falls_successes_and_goal_spins(oracle) -> None:
     ours, mask = oracle["mjvec"], oracle["mjvec"]["active"]
-    # Floors below the measured 4 falls and 22 successes: the physics may round otherwise on another CPU.
+    # Floors below the measured 10 falls and 29 successes: the physics may round otherwise on another CPU.
     assert ours["mjvec_done"][mask].sum() >= 1
     assert ours["mjvec_success"][mask].sum() >= 10
     assert (~ours["mjvec_success"][mask] & (np.abs(ours["pre_goal_quat_dquat"][mask]).max(-1) > 0)).sum() >= 20
     assert (~mask).sum() >= 1
+    assert (_push_starts(oracle) & mask).sum() >= 10  # pushes start ...
+    assert (np.abs(ours["mjvec_privileged"][mask][:, WRENCH]).max(axis=1) > 0).sum() >= 50  # ... and run
     assert [t for t in REWARD_TERMS if t != "joint_vel" and not np.any(oracle["task"][f"reward/{t}"][mask])] == []
+
+
+def _push_starts(oracle) -> np.ndarray:
+    """(T, N) the steps where a push starts (each side draws its own direction there)."""
+    ours = oracle["mjvec"]
+    return (ours["pre_step"] % ours["pre_pert_wait_steps"][..., 0] == 0) & (ours["pre_step"] != 0)
 
 
 def test_observation_and_privileged_state_equal_playgrounds(oracle) -> None:
     _close(oracle, "mjvec_obs", "obs")
-    _close(oracle, "mjvec_privileged", "privileged")
     _close(oracle, "mjvec_targets", "targets")
+    starts = _push_starts(oracle)
+    _close(oracle, "mjvec_privileged", "privileged", where=~starts)
+    ours, theirs, mask = oracle["mjvec"], oracle["task"], oracle["mjvec"]["active"] & starts
+    np.testing.assert_allclose(ours["mjvec_privileged"][mask][:, :PERT_DIR.start],
+                               theirs["privileged"][mask][:, :PERT_DIR.start], rtol=TOL["rtol"], atol=TOL["atol"])
+    # A push's start: the same wrench up to its direction, a unit 6-vector on both sides.
+    vel = ours["pre_pert_vel"][mask]
+    for side, key in ((ours, "mjvec_privileged"), (theirs, "privileged")):
+        np.testing.assert_allclose(np.linalg.norm(side[key][mask][:, PERT_DIR], axis=1), 1.0, rtol=1e-6)
+    mine = np.linalg.norm(ours["mjvec_privileged"][mask][:, WRENCH] / vel, axis=1)
+    np.testing.assert_allclose(mine, np.linalg.norm(theirs["privileged"][mask][:, WRENCH] / vel, axis=1),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_every_reward_term_the_reward_and_the_termination_equal_playgrounds(oracle) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from mjvec.errors import ConfigError, is_int
-from mjvec.tasks.locomotion.checks import real, real_tuple
+from mjvec.tasks.locomotion.checks import real, real_range, real_tuple
 
 __all__ = ["LeapCubeReorientConfig", "LeapNoiseScales", "LeapRewardScales"]
 
@@ -70,6 +70,12 @@ class LeapCubeReorientConfig:
     Goal (Playground's ``step``): an angular velocity w (rad/s, 3) rotates the goal by w x
     `goal_spin_dt_factor` x control_dt every step; on success w <- `goal_spin_base` + U(-`goal_spin_jitter`,
     `goal_spin_jitter`) per axis, otherwise w <- `goal_spin_decay` x w.
+    Perturbations (Playground's ``pert_config``, off by default as there): with `pert_enable`, every
+    `pert_wait_steps` steps (drawn per episode, an int in [low, high)) a force and torque push the cube
+    for `pert_duration_steps` steps (likewise drawn) along a random unit 6-vector, shaped by a half
+    sine, scaled by the cube's mass and a velocity change drawn per episode in
+    `pert_linear_velocity` (m/s) and `pert_angular_velocity` (rad/s) from ONE uniform draw, as
+    Playground's (its two draws share a key).
     """
 
     ctrl_dt: float = 0.05
@@ -91,6 +97,11 @@ class LeapCubeReorientConfig:
     goal_spin_jitter: float = 2.0
     goal_spin_decay: float = 0.8
     goal_spin_dt_factor: float = 2.0
+    pert_enable: bool = False
+    pert_linear_velocity: tuple[float, float] = (0.0, 3.0)
+    pert_angular_velocity: tuple[float, float] = (0.0, 0.5)
+    pert_duration_steps: tuple[int, int] = (1, 100)
+    pert_wait_steps: tuple[int, int] = (60, 150)
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -108,6 +119,17 @@ class LeapCubeReorientConfig:
             if not is_int(value) or value < 1:
                 raise ConfigError(f"{owner}.{name} must be an int >= 1, got {value!r}")
             object.__setattr__(self, name, int(value))
+        if not isinstance(self.pert_enable, bool):
+            raise ConfigError(f"{owner}.pert_enable must be True or False, got {self.pert_enable!r}")
+        for name in ("pert_linear_velocity", "pert_angular_velocity"):
+            object.__setattr__(self, name, real_range(owner, name, getattr(self, name)))
+        for name in ("pert_duration_steps", "pert_wait_steps"):
+            value = getattr(self, name)
+            if (isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2
+                    or not all(is_int(v) for v in value) or not 1 <= value[0] < value[1]):
+                raise ConfigError(f"{owner}.{name} must be (low, high) ints with 1 <= low < high (high excluded, as "
+                                  f"Playground's randint), got {value!r}")
+            object.__setattr__(self, name, (int(value[0]), int(value[1])))
         ratio = self.ctrl_dt / self.sim_dt
         if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
             raise ConfigError(

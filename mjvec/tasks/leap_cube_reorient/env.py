@@ -6,7 +6,8 @@ and what does not. (mjvec's own CubeRotate-v0 is another task.)
 Per control step (`ctrl_dt`, `substeps` physics steps of `sim_dt`), in Playground's order:
 
 1. Relative control: targets = clip(ctrl + action_scale x action, ctrlrange), blended with the
-   previous targets by ema_alpha, go to ctrl; the physics steps.
+   previous targets by ema_alpha, go to ctrl; (perturbations on) the cube's push is written to its
+   ``xfrc_applied`` (`perturbations`); the physics steps.
 2. Success: the cube's orientation error (from its and the goal's frame sensors) < success_threshold;
    ``steps_since_last_success`` and ``success_count`` follow it. Termination: the cube below
    -0.05 m or a NaN in the state.
@@ -26,8 +27,8 @@ ctrlrange (also the targets), the cube jittered about `cube_start` with a unifor
 uniform goal orientation, everything at rest.
 
 Streams (per env, keyed by seed and global id): ``reset/goal``, ``reset/hand``, ``reset/cube_pos``,
-``reset/cube_quat``, ``goal/spin`` (each step), ``obs_noise/<part>`` (each step) and
-``obs_noise/reset/<part>``.
+``reset/cube_quat``, ``reset/pert_*`` and ``pert/direction`` (perturbations on), ``goal/spin``
+(each step), ``obs_noise/<part>`` (each step) and ``obs_noise/reset/<part>``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from mjvec.tasks.leap_cube_reorient.observations import (
     ori_entries,
     policy_layout,
 )
+from mjvec.tasks.leap_cube_reorient.perturbations import LeapPerturbations
 from mjvec.tasks.leap_cube_reorient.terms import NUM_JOINTS, build_indices, normalize
 from mjvec.xp import Rows
 
@@ -72,7 +74,8 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
 
     Records (live, the state's namespace): `indices` (`LeapIndices`), `shown` (`LeapObserved`),
     `last_act`, `last_last_act` (N, 16), `goal_spin` (N, 3) rad/s, `success_count` and
-    `steps_since_last_success` (N,) int64.
+    `steps_since_last_success` (N,) int64, `perturbations` (`LeapPerturbations`, drawn only with
+    pert_enable).
 
     info (every step, (N, ...) arrays): reward_terms (weighted terms), success (bool),
     orientation_error (rad), success_count, steps_since_last_success.
@@ -107,6 +110,7 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
         self.steps_since_last_success = self.zeros((), xp.int64)
         self.shown = LeapObserved(self.zeros((NUM_JOINTS,), f), self.zeros((NUM_JOINTS * h,), f),
                                   self.zeros((3 * h,), f), self.zeros((6 * h,), f), self.zeros((NUM_JOINTS,), f))
+        self.perturbations = LeapPerturbations.create(cfg, self.zeros, f, xp.int64)
         self._action = self.zeros((NUM_JOINTS,), f)
         self._cube = np.array([self.indices.cube_body], np.int64)
 
@@ -128,6 +132,9 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
         if cfg.ema_alpha != 1.0:
             targets = cfg.ema_alpha * targets + (1.0 - cfg.ema_alpha) * ctrl
         ctrl[...] = targets
+        if cfg.pert_enable:
+            wrench = self.perturbations.wrench(self.rng, idx.cube_mass, self.control_dt)
+            self.backend.write_input("xfrc_applied", None, self._cube, wrench[:, None, :])
 
     def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         xp, idx, cfg, v = self.xp, self.indices, self.cfg, self._views
@@ -149,6 +156,7 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
         mask = active[:, None]
         self.last_last_act[...] = xp.where(mask, self.last_act, self.last_last_act)
         self.last_act[...] = xp.where(mask, self._action, self.last_act)
+        self.perturbations.advance(active)
         info = {"reward_terms": weighted, "success": success, "orientation_error": error,
                 "success_count": self.success_count + 0, "steps_since_last_success": self.steps_since_last_success + 0}
         return xp.astype(reward, xp.float64), done, xp.zeros_like(done), info
@@ -205,8 +213,8 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
 
     def _observe(self) -> Any:
         wrench = self.backend.xfrc_applied[:, self.indices.cube_body, :]
-        return observe(self.backend.qpos, self.backend.qvel, self._views["sensordata"], wrench, self.indices,
-                       self.shown, self.cfg.history_len, self._critic)
+        return observe(self.backend.qpos, self.backend.qvel, self._views["sensordata"], wrench,
+                       self.perturbations.direction, self.indices, self.shown, self.cfg.history_len, self._critic)
 
     def _reset_envs(self, rows: Rows) -> None:
         cfg, rng, idx, xp = self.cfg, self.rng, self.indices, self.xp
@@ -230,6 +238,8 @@ class LeapCubeReorientEnv(MjVecEnv, VectorEnv):
                       self.steps_since_last_success, self.shown.joint_history, self.shown.pos_history,
                       self.shown.ori_history, self.shown.last_act):
             rows.put(state, 0)
+        if self.cfg.pert_enable:
+            self.perturbations.reset(rng, rows)
         self._observe_state(rows, "obs_noise/reset")
 
     def _reset_info(self, rows: Rows) -> dict[str, Any]:

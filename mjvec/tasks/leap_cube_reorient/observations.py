@@ -7,8 +7,8 @@ rotation matrix of noisy cube quat x goal quat^-1 (6 x H), the previous action (
 newest first (Playground rolls them and writes the front). Critic: the policy state, the clean
 joint angles and velocities, the fingertips relative to the palm's grasp site (12), the clean palm
 - cube offset (3) and orientation-error entries (6), the cube's linear and angular velocity, the
-perturbation direction (6; Playground's perturbations are off by default and mjvec has none: zero)
-and the cube's applied wrench (``xfrc_applied``, 6).
+perturbation direction (6; zero with perturbations off, their default) and the cube's applied
+wrench (``xfrc_applied``, 6).
 
 The observed pose is taken after the physics from MuJoCo's sensors (cube and goal frame sensors,
 the palm site), as Playground's, which reads ``data`` right after ``mjx.step``.
@@ -77,10 +77,9 @@ def stack(layout: tuple[tuple[str, int], ...], blocks: dict[str, Array]) -> Arra
     return xp.concat([xp.astype(xp.reshape(blocks[name], (n, -1)), xp.float32) for name, _ in layout], axis=1)
 
 
-def observe(qpos: Array, qvel: Array, sensordata: Array, cube_wrench: Array, idx: LeapIndices,
+def observe(qpos: Array, qvel: Array, sensordata: Array, cube_wrench: Array, pert_dir: Array, idx: LeapIndices,
             shown: LeapObserved, history_len: int, critic: bool) -> Any:
     """(N, policy width) float32 policy observation; with `critic`, {"policy": ..., "critic": ...}."""
-    xp = namespace_of(qpos)
     policy = stack(policy_layout(history_len), {
         "joint_pos": shown.joint_pos, "joint_error_history": shown.joint_history,
         "cube_pos_error_history": shown.pos_history, "cube_ori_error_history": shown.ori_history,
@@ -97,7 +96,7 @@ def observe(qpos: Array, qvel: Array, sensordata: Array, cube_wrench: Array, idx
         "clean_cube_ori_error": ori_entries(cube_quat, idx.read(sensordata, "cube_goal_orientation")),
         "cube_linvel": idx.read(sensordata, "cube_linvel"),
         "cube_angvel": idx.read(sensordata, "cube_angvel"),
-        "pert_dir": xp.zeros_like(cube_wrench),
+        "pert_dir": pert_dir,
         "cube_wrench": cube_wrench,
     }
     return {"policy": policy, "critic": stack(critic_layout(history_len), privileged)}

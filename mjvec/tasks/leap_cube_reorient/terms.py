@@ -38,7 +38,7 @@ class LeapIndices:
     fingertip_adr (12,) the four fingertip-position sensors' entries; cube_body and goal_mocap ids;
     default_pose (16,) and ctrl lower/upper (16,) (the "home" keyframe's hand pose and the
     actuators' ctrlrange, Playground's clip bounds); home_mpos (3,) the goal's keyframe position;
-    nq, nv."""
+    cube_mass: the cube's mass in the template (what perturbations scale by, as Playground's); nq, nv."""
 
     sensor: dict[str, tuple[int, int]]
     fingertip_adr: Any
@@ -48,6 +48,7 @@ class LeapIndices:
     lower: Any
     upper: Any
     home_mpos: Any
+    cube_mass: float
     nq: int
     nv: int
 
@@ -95,7 +96,8 @@ def build_indices(model: mujoco.MjModel, cfg: LeapCubeReorientConfig, asarray: C
         default_pose=asarray(home.qpos[:NUM_JOINTS].copy(), dtype),
         lower=asarray(model.actuator_ctrlrange[:, 0].copy(), dtype),
         upper=asarray(model.actuator_ctrlrange[:, 1].copy(), dtype),
-        home_mpos=asarray(home.mpos.reshape(-1, 3)[goal].copy(), dtype), nq=int(model.nq), nv=int(model.nv),
+        home_mpos=asarray(home.mpos.reshape(-1, 3)[goal].copy(), dtype), cube_mass=float(model.body_subtreemass[cube]),
+        nq=int(model.nq), nv=int(model.nv),
     )
 
 
