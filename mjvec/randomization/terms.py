@@ -120,6 +120,8 @@ class EventTerm:
         env's value must stay in (0, 180), checked at construction); colours (rgb of "geom_rgba",
         "material_rgba", the light colours) and material weights are clipped to [0, 1]; a
         "light_dir" is renormalised.
+    "body_inertia": a body's principal inertia alone (its mass stays), one draw per body applied to
+        its three axes (MuJoCo Playground's LEAP cube randomization scales it so).
     low, high: the range (uniform, log_uniform) or (mean, std) for gaussian.
     operation: abs (value), scale (default x value), add (default + value).
     mode: startup (once, at the first reset), reset (before every reset of an env), interval
