@@ -388,3 +388,22 @@ def test_the_ppo_config_trains_a_few_iterations(tmp_path) -> None:
     for term in ("orientation", "position", "hand_pose", "action_rate", "energy"):
         assert all(np.isfinite(float(r[f"mean_r_{term}"])) for r in rows), term
     assert float(rows[0]["mean_r_orientation"]) > 0
+
+
+@pytest.mark.slow
+def test_the_rsl_rl_config_trains_a_few_iterations(tmp_path) -> None:
+    """examples/train_rsl_rl.py with agents/rsl_rl_ppo.yaml and the asymmetric critic, as
+    the config file's header says to run it: two iterations and a checkpoint."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "examples" / "train_rsl_rl.py"), "--env-id", ENV_ID, "--config",
+                           str(root / "mjvec" / "tasks" / "leap_cube_reorient" / "agents" / "rsl_rl_ppo.yaml"),
+                           "--option", "obs_mode=asymmetric", "--num-envs", "8", "--max-iterations", "2",
+                           "--log-dir", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "model_1.pt").is_file()
