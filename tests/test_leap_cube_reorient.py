@@ -7,8 +7,8 @@ CPU vs Warp (warp's cpu device), measured: from the same seed both backends give
 observation within float32 rounding (1.2e-7; bound 2e-6) and the same targets; one control step
 (5 substeps of the fingers on the cube's mesh contacts) then parts by 1.1e-2 rad in the hand,
 2.2e-3 m in the cube's position and 7.7e-2 in its quaternion (2.5e-2 with the solver run to 100
-iterations, so not the 5-iteration solve alone: MuJoCo C's and mujoco-warp's mesh colliders return
-other contacts), bounded at about twice that. The task's torch path over the Warp simulation equals
+iterations, so not the 5-iteration solve alone; most likely the two engines' mesh contacts differ),
+bounded at about twice that. The task's torch path over the Warp simulation equals
 its numpy path (4.2e-7 in the observation over 40 steps; bound 1e-5).
 """
 
