@@ -24,7 +24,8 @@ heightfield scene). Jobs:
   ``pre_mocap_quat`` (the Data before the step), ``action`` and ``after_<field>`` (qpos, qvel,
   sensordata, actuator_force); outputs per step: obs, privileged, reward, done, the metrics, the
   new info, the targets and the goal's new mocap_quat.
-- ``leap_samples``: N resets of ``CubeReorient`` (its Data's qpos, ctrl, mocap_quat) and N goal
+- ``leap_samples``: N resets of ``CubeReorient`` (its Data's qpos, ctrl, mocap, sensordata and
+  its first observation) and N goal
   spins drawn on success (``goal_quat_dquat``) by one ``step`` of a cube already at its goal.
 - ``leap_trajectory``: N resets and T steps of Playground's ``CubeReorient`` as it is (impl from the
   overrides) with the given actions; outputs the start Data (qpos, qvel, ctrl, mocap_pos,
@@ -209,7 +210,8 @@ def job_leap_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> N
     spin_keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"]) + 1), count)
     *_, info, _, _ = step(pre, state.data.ctrl, state.data.mocap_quat, spin_keys, jp.zeros((count, 16)), after)
     np.savez(outputs, qpos=state.data.qpos, ctrl=state.data.ctrl, mocap_quat=state.data.mocap_quat[:, 0],
-             mocap_pos=state.data.mocap_pos[:, 0], spin=info["goal_quat_dquat"])
+             mocap_pos=state.data.mocap_pos[:, 0], spin=info["goal_quat_dquat"], obs=state.obs["state"],
+             sensordata=state.data.sensordata)
 
 
 def job_leap_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:

@@ -363,3 +363,20 @@ def test_playgrounds_warp_and_mjvecs_warp_agree_from_the_same_start(tmp_path, wa
     env.close()
     gaps = np.stack(gaps)
     assert gaps[:2].max() < 2e-4 and np.median(gaps, axis=1).max() < 1e-4, gaps.max(axis=1)
+
+
+def test_playgrounds_first_observation_reads_sensors_no_forward_has_filled(oracle) -> None:
+    """The stated difference at reset: Playground's reset builds its observation from a Data no
+    mj_forward has run on, so its sensors are zero and the palm - cube entries are the position
+    noise alone (|.| <= 0.02 m); mjvec's reset runs a forward, and its entries are the real offset."""
+    theirs = oracle["samples"]
+    assert not np.any(theirs["sensordata"])
+    offset = theirs["obs"][:, 32:35]  # history_len 1: joint angles, joint errors, then palm - cube
+    assert np.abs(offset).max() <= 0.02
+    env = gym.make_vec(ENV_ID, num_envs=8, config=LeapCubeReorientConfig(noise_level=0.0), array_backend="numpy")
+    obs, _ = env.reset(seed=0)
+    base = env.unwrapped
+    palm, cube = (base.indices.read(base._views["sensordata"], n) for n in ("palm_position", "cube_position"))
+    np.testing.assert_allclose(obs[:, 32:35], palm - cube, rtol=0, atol=1e-7)
+    assert np.abs(obs[:, 32:35]).max() > 0.02
+    env.close()
