@@ -19,6 +19,19 @@ heightfield scene). Jobs:
   built outside the trace, so the data's sensors and frames are zero and the observation's noisy
   entries are the noise itself) and N resamples of a fixed
   command (``sample_command``), each from its own key.
+- ``leap_task``: Playground's ``CubeReorient.step`` (env ``LeapCubeReorient``) on states given by
+  the caller, its physics replaced as in ``task``: inputs ``pre_<info key>``, ``pre_ctrl`` and
+  ``pre_mocap_quat`` (the Data before the step), ``action`` and ``after_<field>`` (qpos, qvel,
+  sensordata, actuator_force); outputs per step: obs, privileged, reward, done, the metrics, the
+  new info, the targets and the goal's new mocap_quat.
+- ``leap_samples``: N resets of ``CubeReorient`` (its Data's qpos, ctrl, mocap, sensordata and
+  its first observation) and N goal
+  spins drawn on success (``goal_quat_dquat``) by one ``step`` of a cube already at its goal.
+- ``leap_trajectory``: N resets and T steps of Playground's ``CubeReorient`` as it is (impl from the
+  overrides) with the given actions; outputs the start Data (qpos, qvel, ctrl, mocap_pos,
+  mocap_quat) and per step qpos, qvel, reward, done.
+- ``configs``: Playground's trainer settings for the env (``brax_ppo_config`` and
+  ``rsl_rl_config`` of its suite's params module), as JSON [brax, rsl_rl] at outputs.
 - ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
   the given actions; command resampling is pushed beyond the horizon. Outputs the start state and
   per step qpos, qvel, obs, privileged, reward, done.
@@ -111,6 +124,120 @@ def job_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
 
 
+LEAP_INFO_INT = ("step", "steps_since_last_success", "success_count", "pert_wait_steps", "pert_duration_steps")
+LEAP_AFTER = ("qpos", "qvel", "sensordata", "actuator_force")
+
+
+def _leap_info(pre: dict[str, Any], key: Any, env: Any) -> dict[str, Any]:
+    info = {"rng": key, "last_pert_step": jp.array([-jp.inf]), "pert_wait_steps": jp.array([100]),
+            "pert_duration_steps": jp.array([10]), "pert_vel": jp.zeros(6), "pert_dir": jp.zeros(6)}
+    for name, value in pre.items():
+        info[name] = jp.asarray(value, dtype=jp.int32 if name in LEAP_INFO_INT else jp.float32)
+    return info
+
+
+_CLIP = jp.clip
+
+
+def _clip(x: Any, min: Any = None, max: Any = None, *, a_min: Any = None, a_max: Any = None) -> Any:
+    """jax.numpy.clip accepting a_min / a_max: Playground 0.2.0's ``_cube_orientation_error`` calls
+    ``jp.clip(..., a_max=1.0)``, names jax 0.10 removed (the same function, its old keywords)."""
+    return _CLIP(x, a_min if min is None else min, a_max if max is None else max)
+
+
+def _leap_step(env: Any) -> Any:
+    """jit(vmap) of Playground's step on (pre info, pre ctrl, pre mocap_quat, key, action, after)."""
+    base = mjx.make_data(env.mj_model, impl="jax")
+    metrics = {f"reward/{k}": jp.zeros(()) for k in env._config.reward_config.scales.keys()}
+    metrics.update({"reward/success": jp.zeros(()), "steps_since_last_success": 0, "success_count": 0})
+    obs = {"state": jp.zeros(env.observation_size["state"]),
+           "privileged_state": jp.zeros(env.observation_size["privileged_state"])}
+
+    def one(pre: dict[str, Any], ctrl: Any, mocap_quat: Any, key: Any, action: Any, after: dict[str, Any]) -> Any:
+        seen: dict[str, Any] = {}
+
+        def physics(model: Any, data: Any, targets: Any, n_substeps: int) -> Any:
+            seen["targets"] = targets
+            return data.replace(ctrl=targets, **after)
+
+        data = base.replace(ctrl=ctrl, mocap_quat=mocap_quat)
+        state = mjx_env.State(data, obs, jp.zeros(()), jp.zeros(()), dict(metrics), _leap_info(pre, key, env))
+        with patched(mjx_env, "step", physics), patched(jp, "clip", _clip):  # the caller's physics
+            new = env.step(state, action)
+        return new.obs, new.reward, new.done, new.metrics, new.info, seen["targets"], new.data.mocap_quat
+
+    return jax.jit(jax.vmap(one))
+
+
+def job_leap_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    names = [k[4:] for k in inputs if k.startswith("pre_") and k not in ("pre_ctrl", "pre_mocap_quat")]
+    steps, num = inputs["action"].shape[:2]
+    step = _leap_step(env)
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num)
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(steps):
+        pre = {n: inputs[f"pre_{n}"][t] for n in names}
+        after = {n: jp.asarray(inputs[f"after_{n}"][t], dtype=jp.float32) for n in LEAP_AFTER}
+        f32 = {k: jp.asarray(inputs[k][t], jp.float32) for k in ("pre_ctrl", "pre_mocap_quat", "action")}
+        obs_t, reward, done, met, info, targets, mocap = step(pre, f32["pre_ctrl"], f32["pre_mocap_quat"], keys,
+                                                             f32["action"], after)
+        keys = info["rng"]
+        row = {"obs": obs_t["state"], "privileged": obs_t["privileged_state"], "reward": reward, "done": done,
+               "targets": targets, "mocap_quat": mocap, **dict(met.items()),
+               **{f"info_{k}": v for k, v in info.items() if k != "rng"}}
+        for name, value in row.items():
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_leap_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    count = int(inputs["count"])
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), count)
+    state = jax.jit(jax.vmap(env.reset))(keys)
+    # One step of a cube sitting at its goal (orientation sensors equal): success, so the spin is drawn.
+    step = _leap_step(env)
+    sensordata = np.zeros((count, env.mj_model.nsensordata), np.float32)
+    for name in ("cube_orientation", "cube_goal_orientation"):
+        adr = env.mj_model.sensor(name).adr[0]
+        sensordata[:, adr] = 1.0
+    pre = {"last_act": jp.zeros((count, 16)), "last_last_act": jp.zeros((count, 16)),
+           "goal_quat_dquat": jp.zeros((count, 3)), "motor_targets": state.data.ctrl,
+           "qpos_error_history": jp.zeros((count, 16)), "cube_pos_error_history": jp.zeros((count, 3)),
+           "cube_ori_error_history": jp.zeros((count, 6)),
+           **{k: jp.zeros((count,), jp.int32) for k in LEAP_INFO_INT}}
+    after = {"qpos": state.data.qpos, "qvel": state.data.qvel, "sensordata": jp.asarray(sensordata),
+             "actuator_force": jp.zeros((count, 16))}
+    spin_keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"]) + 1), count)
+    *_, info, _, _ = step(pre, state.data.ctrl, state.data.mocap_quat, spin_keys, jp.zeros((count, 16)), after)
+    np.savez(outputs, qpos=state.data.qpos, ctrl=state.data.ctrl, mocap_quat=state.data.mocap_quat[:, 0],
+             mocap_pos=state.data.mocap_pos[:, 0], spin=info["goal_quat_dquat"], obs=state.obs["state"],
+             sensordata=state.data.sensordata)
+
+
+def job_leap_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    steps, num = inputs["action"].shape[:2]
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num)
+    with patched(jp, "clip", _clip):
+        state = jax.jit(jax.vmap(env.reset))(keys)
+        step = jax.jit(jax.vmap(env.step))
+        start = {k: np.asarray(getattr(state.data, k)) for k in ("qpos", "qvel", "ctrl", "mocap_pos", "mocap_quat")}
+        results: dict[str, list[np.ndarray]] = {}
+        for t in range(steps):
+            state = step(state, jp.asarray(inputs["action"][t], jp.float32))
+            row = {"qpos": state.data.qpos, "qvel": state.data.qvel, "reward": state.reward, "done": state.done}
+            for name, value in row.items():
+                results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{f"start_{k}": v for k, v in start.items()}, **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_configs(env: Any, inputs: dict[str, np.ndarray], outputs: str, name: str) -> None:
+    from mujoco_playground.config import locomotion_params, manipulation_params
+
+    params = manipulation_params if name.startswith(("Leap", "Panda", "Aloha", "Aero")) else locomotion_params
+    configs = [params.brax_ppo_config(name).to_dict(), params.rsl_rl_config(name).to_dict()]
+    Path(outputs).write_text(json.dumps(configs, default=str))
+
+
 def job_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
     base = mjx.make_data(env.mj_model, impl="jax")
@@ -150,12 +277,17 @@ def job_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
              **{k: np.stack(v) for k, v in results.items()})
 
 
-JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory}
+JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
+        "leap_task": job_leap_task, "leap_samples": job_leap_samples, "leap_trajectory": job_leap_trajectory}
 
 
 def main(path: str) -> None:
     for job in json.loads(Path(path).read_text()):
-        env = _load(job.get("env", ENV), job.get("overrides", {}))
+        name = job.get("env", ENV)
+        if job["job"] == "configs":
+            job_configs(None, {}, job["outputs"], name)
+            continue
+        env = _load(name, job.get("overrides", {}))
         inputs = dict(np.load(job["inputs"])) if job.get("inputs") else {}
         JOBS[job["job"]](env, inputs, job["outputs"])
 

@@ -48,6 +48,7 @@ def test_list():
           for name in ("Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5")),
         *(f"playground/Go1Joystick{terrain}Terrain-v0  mjvec.tasks.go1_joystick.env:Go1JoystickEnv  presets: paper"
           for terrain in ("Flat", "Rough")),
+        "playground/LeapCubeReorient-v0  mjvec.tasks.leap_cube_reorient.env:LeapCubeReorientEnv  presets: paper",
     ]
 
 

@@ -33,6 +33,8 @@ RELATIVE_TO = ("default", "previous")
 KINDS: dict[str, tuple[str, tuple[int, ...] | None, str]] = {
     "body_mass": ("body_mass", None, "body"),
     "body_com": ("body_ipos", (0, 1, 2), "body"),
+    # The principal inertia alone (the mass stays), one draw per body for its three axes.
+    "body_inertia": ("body_inertia", None, "body"),
     "geom_friction": ("geom_friction", (0,), "geom"),
     "dof_damping": ("dof_damping", None, "dof"),
     "dof_armature": ("dof_armature", None, "dof"),
@@ -118,6 +120,8 @@ class EventTerm:
         env's value must stay in (0, 180), checked at construction); colours (rgb of "geom_rgba",
         "material_rgba", the light colours) and material weights are clipped to [0, 1]; a
         "light_dir" is renormalised.
+    "body_inertia": a body's principal inertia alone (its mass stays), one draw per body applied to
+        its three axes (MuJoCo Playground's LEAP cube randomization scales it so).
     low, high: the range (uniform, log_uniform) or (mean, std) for gaussian.
     operation: abs (value), scale (default x value), add (default + value).
     mode: startup (once, at the first reset), reset (before every reset of an env), interval
@@ -192,7 +196,7 @@ class EventTerm:
                 )
         elif self.interval_s is not None:
             raise ConfigError(f"term {label!r}: interval_s is only for mode 'interval' (mode is {self.mode!r})")
-        if self.kind in ("body_mass", "geom_size"):
+        if self.kind in ("body_mass", "geom_size", "body_inertia"):
             self._check_positive(label)
         if self.relative_to == "previous" and (self.mode == "interval" or self.operation == "abs"):
             raise ConfigError(
@@ -214,7 +218,7 @@ class EventTerm:
 
     def _check_positive(self, label: str) -> None:
         lowest = self.low if self.distribution != "gaussian" else -math.inf
-        what = "masses" if self.kind == "body_mass" else "sizes"
+        what = {"body_mass": "masses", "body_inertia": "inertias"}.get(self.kind, "sizes")
         if self.operation in ("abs", "scale") and lowest <= 0:
             raise ConfigError(
                 f"term {label!r} ({self.field}): {self.operation} range must stay > 0 (low={self.low}"
@@ -296,6 +300,8 @@ def values_from_draw(
     if term.kind == "camera_rotation":
         half = 0.5 * np.sqrt((draw * draw).sum(axis=-1))
         return [(field, rotate_by_axis_angle(default, draw, half))]
+    if term.kind == "body_inertia":
+        draw = draw[..., None]
     if columns is None:
         new = apply_operation(base[field][:, index], draw, term.operation)
     else:
