@@ -22,6 +22,17 @@ heightfield scene). Jobs:
 - ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
   the given actions; command resampling is pushed beyond the horizon. Outputs the start state and
   per step qpos, qvel, obs, privileged, reward, done.
+
+PandaPickCube (``"env": "PandaPickCube"``; `job_panda_task`, `job_panda_samples`; ``model`` serves it
+as is):
+
+- ``panda_task``: Playground's ``PandaPickCube.step`` on states given by the caller, its physics
+  replaced as in ``task``: inputs ``pre_ctrl`` (the position targets before the step),
+  ``pre_target_pos``, ``pre_reached_box``, ``action`` and ``after_<field>`` (qpos, qvel, xpos,
+  xmat, site_xpos, site_xmat, sensordata); outputs per step obs, reward, done, each raw term and
+  ``out_of_bounds`` (its metrics), ``reached_box`` and the targets it gave the physics.
+- ``panda_samples``: N resets, each from its own key: the box position, the target position, the
+  mocap target's position, the position targets and the reset observation.
 """
 
 from __future__ import annotations
@@ -150,7 +161,53 @@ def job_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
              **{k: np.stack(v) for k, v in results.items()})
 
 
-JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory}
+PANDA_AFTER = ("qpos", "qvel", "xpos", "xmat", "site_xpos", "site_xmat", "sensordata")
+
+
+def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    base = mjx.make_data(env.mj_model, impl="jax")
+    metrics = {k: jp.zeros(()) for k in (*env._config.reward_config.scales.keys(), "out_of_bounds")}
+    model = env.mj_model
+    shapes = {"xmat": (model.nbody, 3, 3), "site_xmat": (model.nsite, 3, 3)}
+
+    def one(ctrl: Any, target: Any, reached: Any, action: Any, after: dict[str, Any]) -> Any:
+        seen: dict[str, Any] = {}
+
+        def physics(model: Any, data: Any, targets: Any, n_substeps: int) -> Any:
+            seen["targets"] = targets
+            return data.replace(ctrl=targets, **after)
+
+        info = {"rng": jax.random.PRNGKey(0), "target_pos": target, "reached_box": reached}
+        state = mjx_env.State(base.replace(ctrl=ctrl), jp.zeros(66), jp.zeros(()), jp.zeros(()), dict(metrics), info)
+        with patched(mjx_env, "step", physics):  # PandaPickCube.step calls mjx_env.step: the caller's physics
+            new = env.step(state, action)
+        return new.obs, new.reward, new.done, new.metrics, new.info["reached_box"], seen["targets"]
+
+    step = jax.jit(jax.vmap(one))
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(inputs["action"].shape[0]):
+        after = {n: jp.asarray(inputs[f"after_{n}"][t], dtype=jp.float32) for n in PANDA_AFTER}
+        after = {n: v.reshape(v.shape[0], *shapes[n]) if n in shapes else v for n, v in after.items()}
+        obs, reward, done, met, reached, targets = step(
+            *(jp.asarray(inputs[f"pre_{n}"][t], jp.float32) for n in ("ctrl", "target_pos", "reached_box")),
+            jp.asarray(inputs["action"][t], jp.float32), after)
+        row = {"obs": obs, "reward": reward, "done": done, "reached_box": reached, "targets": targets,
+               **{f"raw/{k}": v for k, v in met.items()}}
+        for name, value in row.items():
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
+    state = jax.jit(jax.vmap(env.reset))(keys)
+    mocap = state.data.mocap_pos[:, env._mocap_target[0] if np.ndim(env._mocap_target) else env._mocap_target]
+    np.savez(outputs, qpos=state.data.qpos, target_pos=state.info["target_pos"], mocap_pos=mocap,
+             ctrl=state.data.ctrl, obs=state.obs)
+
+
+JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
+        "panda_task": job_panda_task, "panda_samples": job_panda_samples}
 
 
 def main(path: str) -> None:
