@@ -54,14 +54,14 @@ class PandaIndices:
 def build_indices(model: mujoco.MjModel, cfg: PandaPickCubeConfig, asarray: AsArray, dtype: Any) -> PandaIndices:
     """Resolve every name the task uses; host constants become arrays of `asarray` in `dtype`.
     ConfigError when the model is not Playground's scene for `cfg`."""
+    if model.nu != NUM_ACTUATORS:
+        raise ConfigError(f"the Panda pick-cube task needs {NUM_ACTUATORS} actuators (Playground's "
+                          f"mjx_single_cube.xml); this model has nu={model.nu}")
     if abs(float(model.opt.timestep) - cfg.sim_dt) > 1e-12:
         raise ConfigError(
             f"the scene's timestep is {model.opt.timestep} s but the config's sim_dt is {cfg.sim_dt} s; build the "
             "scene from the same config (mjvec.tasks.panda_pick_cube.scene.scene_spec(config))"
         )
-    if model.nu != NUM_ACTUATORS:
-        raise ConfigError(f"the Panda pick-cube task needs {NUM_ACTUATORS} actuators (Playground's "
-                          f"mjx_single_cube.xml); this model has nu={model.nu}")
     try:
         joints = [model.joint(j) for j in panda_scene.ARM_JOINTS + panda_scene.FINGER_JOINTS]
         box = model.body(panda_scene.BOX_BODY)
@@ -72,7 +72,10 @@ def build_indices(model: mujoco.MjModel, cfg: PandaPickCubeConfig, asarray: AsAr
     except KeyError as error:
         raise ConfigError(f"the scene lacks {error}; is it Playground's mjx_single_cube.xml?") from error
     if int(target.mocapid[0]) < 0 or int(box.jntnum[0]) != 1:
-        raise ConfigError("the scene's mocap_target must be a mocap body and its box must have one free joint")
+        raise ConfigError(
+            f"the scene's {panda_scene.TARGET_BODY!r} must be a mocap body (mocapid {int(target.mocapid[0])}) and its "
+            f"{panda_scene.BOX_BODY!r} must have one free joint ({int(box.jntnum[0])} joints); is it Playground's "
+            "mjx_single_cube.xml?")
     qpos_adr = np.array([int(model.jnt_qposadr[j.id]) for j in joints], np.int64)
     box_qpos = int(model.jnt_qposadr[box.jntadr[0]])
     home_qpos = home.qpos.copy()
