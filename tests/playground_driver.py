@@ -33,6 +33,7 @@ as is):
   ``out_of_bounds`` (its metrics), ``reached_box`` and the targets it gave the physics.
 - ``panda_samples``: N resets, each from its own key: the box position, the target position, the
   mocap target's position, the position targets and the reset observation.
+- ``panda_ppo``: Playground's ``brax_ppo_config`` and ``rsl_rl_config`` for the env, as JSON.
 """
 
 from __future__ import annotations
@@ -206,8 +207,16 @@ def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> 
              ctrl=state.data.ctrl, obs=state.obs)
 
 
+def job_panda_ppo(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    from mujoco_playground.config import manipulation_params
+
+    configs = {"brax": manipulation_params.brax_ppo_config("PandaPickCube").to_dict(),
+               "rsl_rl": manipulation_params.rsl_rl_config("PandaPickCube").to_dict()}
+    Path(outputs).write_text(json.dumps(configs, default=list))
+
+
 JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
-        "panda_task": job_panda_task, "panda_samples": job_panda_samples}
+        "panda_task": job_panda_task, "panda_samples": job_panda_samples, "panda_ppo": job_panda_ppo}
 
 
 def main(path: str) -> None:

@@ -21,10 +21,14 @@ when it is missing.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+import yaml
 
 import mjvec  # noqa: F401  (registers the task)
 from mjvec.tasks.panda_pick_cube import ENV_ID, PandaPickCubeConfig
@@ -135,10 +139,12 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.n
          **PLAYGROUND},
         {"job": "panda_samples", "inputs": str(folder / "samples_in.npz"),
          "outputs": str(folder / "samples_out.npz"), **PLAYGROUND},
+        {"job": "panda_ppo", "outputs": str(folder / "ppo.json"), **PLAYGROUND},
     ], folder)
     return {"mjvec": rollout, "task": dict(np.load(folder / "task_out.npz")),
             "samples": dict(np.load(folder / "samples_out.npz")),
-            "model": {"path": np.array(str(folder / "model.mjb"))}}
+            "model": {"path": np.array(str(folder / "model.mjb"))},
+            "ppo": json.loads((folder / "ppo.json").read_text())}
 
 
 def _close(oracle, ours: str, theirs: str, scale: float = 1.0) -> float:
@@ -246,3 +252,28 @@ def test_playgrounds_reset_observation_reads_frames_no_forward_has_computed(orac
     np.testing.assert_allclose(ours[:, gripper], base._views["site_xpos"][:, base.indices.gripper_site], rtol=1e-6)
     assert np.all(np.abs(ours[:, start["gripper_mat"]:start["gripper_to_box"]]).max(axis=1) > 0.5)  # rotations
     env.close()
+
+
+
+AGENTS = Path(__file__).resolve().parents[1] / "mjvec" / "tasks" / "panda_pick_cube" / "agents"
+
+
+def test_the_trainer_configs_carry_playgrounds_ppo_settings(oracle) -> None:
+    brax, rsl = oracle["ppo"]["brax"], oracle["ppo"]["rsl_rl"]
+    ppo = yaml.safe_load((AGENTS / "ppo.yaml").read_text())
+    pairs = {"num_envs": "num_envs", "total_timesteps": "num_timesteps", "num_steps": "unroll_length",
+             "num_minibatches": "num_minibatches", "update_epochs": "num_updates_per_batch", "gamma": "discounting",
+             "learning_rate": "learning_rate", "ent_coef": "entropy_cost", "reward_scale": "reward_scaling",
+             "norm_obs": "normalize_observations"}
+    assert {k: ppo[k] for k in pairs} == {k: brax[v] for k, v in pairs.items()}
+    assert tuple(ppo["hidden"]) == tuple(brax["network_factory"]["policy_hidden_layer_sizes"])
+    assert brax["episode_length"] == PandaPickCubeConfig().episode_length and "max_grad_norm" not in brax
+    train = yaml.safe_load((AGENTS / "rsl_rl_ppo.yaml").read_text())["train"]
+    algorithm = {k: v for k, v in train["algorithm"].items() if k != "class_name"}
+    assert algorithm == {k: rsl["algorithm"][k] for k in algorithm}
+    assert train["num_steps_per_env"] == rsl["num_steps_per_env"] and train["save_interval"] == rsl["save_interval"]
+    for net in ("actor", "critic"):
+        assert train[net]["hidden_dims"] == rsl["policy"][f"{net}_hidden_dims"]
+        assert train[net]["activation"] == rsl["policy"]["activation"]
+        assert train[net]["obs_normalization"] == rsl["empirical_normalization"]
+    assert train["actor"]["distribution_cfg"]["init_std"] == rsl["policy"]["init_noise_std"]
