@@ -278,3 +278,27 @@ def test_reset_observations_agree_on_both_backends(warp_device: str) -> None:
     np.testing.assert_allclose(oc, ow, rtol=1e-5, atol=1e-5)
     cpu.close()
     warp.close()
+
+
+def test_wrappers_work_on_the_contract_alone_and_change_nothing_there() -> None:
+    """Observation noise on a named block of the policy layout and a model-field term (the box's
+    mass and friction: a user's randomization, Playground has none) through `ContractOnly`."""
+    from mjvec.randomization import DomainRandomization, EventTerm, ObservationNoise
+    from tests.test_contract import ContractOnly
+
+    terms = [EventTerm("body_mass", 0.5, 2.0, targets=("box",)),
+             EventTerm("geom_friction", 0.5, 1.5, targets=("box",), operation="abs")]
+
+    def rollout(env: gym.vector.VectorEnv) -> list[np.ndarray]:
+        env = DomainRandomization(ObservationNoise(env, "box_to_target", 0.01, distribution="uniform"), terms)
+        out = [env.reset(seed=3)[0]]
+        rng = np.random.default_rng(0)
+        out += [env.step(rng.uniform(-1, 1, (env.num_envs, 8)))[0] for _ in range(8)]
+        mass = env.unwrapped.backend.field_values("body_mass")[:, env.unwrapped.backend.model.body("box").id]
+        default = env.unwrapped.backend.defaults("body_mass")[:, env.unwrapped.backend.model.body("box").id]
+        assert np.all((0.5 * default <= mass) & (mass <= 2.0 * default)) and np.unique(mass).size == env.num_envs
+        return out
+
+    alone, direct = rollout(ContractOnly(_make(3))), rollout(_make(3))
+    for a, b in zip(alone, direct, strict=True):
+        np.testing.assert_array_equal(a, b)
