@@ -33,6 +33,8 @@ as is):
   ``out_of_bounds`` (its metrics), ``reached_box`` and the targets it gave the physics.
 - ``panda_samples``: N resets, each from its own key: the box position, the target position, the
   mocap target's position, the position targets and the reset observation.
+- ``panda_trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides)
+  with the given actions: the start state and per step qpos, obs, reward, done.
 - ``panda_ppo``: Playground's ``brax_ppo_config`` and ``rsl_rl_config`` for the env, as JSON.
 """
 
@@ -207,6 +209,21 @@ def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> 
              ctrl=state.data.ctrl, obs=state.obs)
 
 
+def job_panda_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    steps, num = inputs["action"].shape[:2]
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num))
+    start = {"qpos": state.data.qpos, "target_pos": state.info["target_pos"], "ctrl": state.data.ctrl}
+    step = jax.jit(jax.vmap(env.step))
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(steps):
+        state = step(state, jp.asarray(inputs["action"][t], jp.float32))
+        for name, value in (("qpos", state.data.qpos), ("obs", state.obs), ("reward", state.reward),
+                            ("done", state.done)):
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{f"start_{k}": np.asarray(v) for k, v in start.items()},
+             **{k: np.stack(v) for k, v in results.items()})
+
+
 def job_panda_ppo(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     from mujoco_playground.config import manipulation_params
 
@@ -216,7 +233,8 @@ def job_panda_ppo(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None
 
 
 JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
-        "panda_task": job_panda_task, "panda_samples": job_panda_samples, "panda_ppo": job_panda_ppo}
+        "panda_task": job_panda_task, "panda_samples": job_panda_samples, "panda_ppo": job_panda_ppo,
+        "panda_trajectory": job_panda_trajectory}
 
 
 def main(path: str) -> None:

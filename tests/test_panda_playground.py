@@ -277,3 +277,40 @@ def test_the_trainer_configs_carry_playgrounds_ppo_settings(oracle) -> None:
         assert train[net]["activation"] == rsl["policy"]["activation"]
         assert train[net]["obs_normalization"] == rsl["empirical_normalization"]
     assert train["actor"]["distribution_cfg"]["init_std"] == rsl["policy"]["init_noise_std"]
+
+
+
+# ---- trajectories: the same mujoco-warp physics on both sides ---------------------------------
+TRAJ_ENVS, TRAJ_STEPS = 8, 40
+
+
+@pytest.mark.slow
+@pytest.mark.device
+def test_warp_trajectories_from_the_same_start_agree_with_playgrounds_warp(tmp_path, warp_device: str) -> None:
+    """Playground (impl="warp": MJX's copy of mujoco-warp, through JAX) and mjvec's Warp backend run
+    the scene from Playground's reset states (box, target, targets) with the same actions.
+    Measured: docs/panda_pick_cube.md; asserted: the bounds below and the same terminations."""
+    actions = np.random.default_rng(1).uniform(-1, 1, (TRAJ_STEPS, TRAJ_ENVS, 8))
+    np.savez(tmp_path / "in.npz", seed=2, action=actions)
+    run_driver([{"job": "panda_trajectory", "inputs": str(tmp_path / "in.npz"),
+                 "outputs": str(tmp_path / "out.npz"), "env": "PandaPickCube"}], tmp_path, timeout=1800)
+    theirs = dict(np.load(tmp_path / "out.npz"))
+    env = gym.make_vec(ENV_ID, num_envs=TRAJ_ENVS, backend="warp", device=warp_device, array_backend="numpy")
+    env.reset(seed=0)
+    base = env.unwrapped
+    put, f = base.asarray, base.backend.qpos.dtype
+    target = put(theirs["start_target_pos"], f)
+    mocap = put(theirs["start_target_pos"][:, None, :], f)
+    base.backend.reset(base.all_rows.selector(), put(theirs["start_qpos"], f), put(np.zeros((TRAJ_ENVS, 15)), f),
+                       ctrl=put(theirs["start_ctrl"], f), mocap_pos=mocap)
+    base.target_pos[...] = target
+    worst = {"qpos": 0.0, "obs": 0.0, "reward": 0.0}
+    for t in range(TRAJ_STEPS):
+        obs, reward, term, _, _ = env.step(actions[t])
+        qpos = np.asarray(to_host(base.backend.qpos))
+        np.testing.assert_array_equal(term, theirs["done"][t] > 0)
+        for key, ours, other in (("qpos", qpos, theirs["qpos"][t]), ("obs", obs, theirs["obs"][t]),
+                                 ("reward", reward, theirs["reward"][t])):
+            worst[key] = max(worst[key], float(np.abs(ours - other).max()))
+    env.close()
+    assert worst["qpos"] < 1e-4 and worst["obs"] < 1e-3 and worst["reward"] < 1e-4, worst

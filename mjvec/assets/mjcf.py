@@ -7,9 +7,6 @@ a robot's XML share (Gymnasium's MuJoCo suite, MuJoCo Playground's tasks).
   downloaded.
 - `resolve_xml`: a file named the way Gymnasium's ``xml_file`` argument names one (a path, or a
   file name inside a default folder).
-- `asset_files`: the files of some folders as a name -> bytes map (MuJoCo's in-memory assets),
-  for XMLs that include files kept in another folder (Playground's Panda scene includes
-  Menagerie's ``mjx_panda.xml`` by its bare name).
 - `load_spec`: a fresh MjSpec of a file, its unnamed bodies, joints and actuators named
   (`name_unnamed`, so randomization terms can address them) and a deprecated ``settotalmass``
   baked into explicit inertials (`bake_total_mass`); compiled, it equals ``MjModel.from_xml_path``
@@ -26,14 +23,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import warnings
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import mujoco
 
 from mjvec.errors import ConfigError
 
-__all__ = ["asset_files", "bake_total_mass", "load_spec", "name_unnamed", "package_dir", "resolve_xml"]
+__all__ = ["bake_total_mass", "load_spec", "name_unnamed", "package_dir", "resolve_xml"]
 
 
 def package_dir(package: str, *parts: str, extra: str, what: str) -> Path:
@@ -79,27 +75,12 @@ def resolve_xml(xml_file: str, folder: Path) -> Path:
     return path.resolve()
 
 
-def asset_files(sources: Sequence[tuple[Path, str]]) -> dict[str, bytes]:
-    """name -> bytes of the files matching each (folder, glob) of `sources` (not recursive; a later
-    folder's file replaces an earlier one of the same name), the in-memory assets MuJoCo looks a
-    file up in by its name before the file system. Raises ConfigError for a folder that is missing."""
-    assets: dict[str, bytes] = {}
-    for folder, pattern in sources:
-        if not folder.is_dir():
-            raise ConfigError(f"the asset folder {folder} does not exist; reinstall the package that ships it")
-        for path in sorted(folder.glob(pattern)):
-            if path.is_file():
-                assets[path.name] = path.read_bytes()
-    return assets
-
-
-def load_spec(path: Path, assets: Mapping[str, bytes] | None = None) -> mujoco.MjSpec:
+def load_spec(path: Path) -> mujoco.MjSpec:
     """A fresh MjSpec of the MJCF file at `path` (each call parses anew, so every spec is independent),
     its unnamed bodies, joints and actuators named (`name_unnamed`) and a ``settotalmass`` baked in
     (`bake_total_mass`). Compiled, it is ``MjModel.from_xml_path(path)`` bit for bit in every numeric
-    field and steps like it (tested): names are not physics. `assets` (`asset_files`): files MuJoCo
-    finds by name before looking next to `path`."""
-    spec = mujoco.MjSpec.from_file(str(path), assets=dict(assets) if assets else None)
+    field and steps like it (tested): names are not physics."""
+    spec = mujoco.MjSpec.from_file(str(path))
     name_unnamed(spec)
     bake_total_mass(spec)
     return spec

