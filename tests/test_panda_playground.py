@@ -288,8 +288,10 @@ TRAJ_ENVS, TRAJ_STEPS = 8, 40
 @pytest.mark.device
 def test_warp_trajectories_from_the_same_start_agree_with_playgrounds_warp(tmp_path, warp_device: str) -> None:
     """Playground (impl="warp": MJX's copy of mujoco-warp, through JAX) and mjvec's Warp backend run
-    the scene from Playground's reset states (box, target, targets) with the same actions.
-    Measured: docs/panda_pick_cube.md; asserted: the bounds below and the same terminations."""
+    the scene from Playground's reset states (box, target, targets) with the same random actions
+    (the arm swings, the box rests on the floor). Measured (8 envs, 40 steps): qpos within 2.4e-7,
+    the observation within 1.7e-5 (its velocities), the reward within 9.5e-7; asserted: about ten
+    times that, and the same terminations."""
     actions = np.random.default_rng(1).uniform(-1, 1, (TRAJ_STEPS, TRAJ_ENVS, 8))
     np.savez(tmp_path / "in.npz", seed=2, action=actions)
     run_driver([{"job": "panda_trajectory", "inputs": str(tmp_path / "in.npz"),
@@ -313,4 +315,4 @@ def test_warp_trajectories_from_the_same_start_agree_with_playgrounds_warp(tmp_p
                                  ("reward", reward, theirs["reward"][t])):
             worst[key] = max(worst[key], float(np.abs(ours - other).max()))
     env.close()
-    assert worst["qpos"] < 1e-4 and worst["obs"] < 1e-3 and worst["reward"] < 1e-4, worst
+    assert worst["qpos"] < 3e-6 and worst["obs"] < 2e-4 and worst["reward"] < 1e-5, worst
