@@ -34,7 +34,8 @@ as is):
 - ``panda_samples``: N resets, each from its own key: the box position, the target position, the
   mocap target's position, the position targets and the reset observation.
 - ``panda_trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides)
-  with the given actions: the start state and per step qpos, obs, reward, done.
+  with the given actions: the start state and per step qpos, obs, reward, done. Optional inputs
+  ``start_qpos``, ``start_ctrl``, ``start_target_pos`` replace the reset's (qvel stays zero).
 - ``panda_ppo``: Playground's ``brax_ppo_config`` and ``rsl_rl_config`` for the env, as JSON.
 """
 
@@ -212,6 +213,13 @@ def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> 
 def job_panda_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     steps, num = inputs["action"].shape[:2]
     state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num))
+    if "start_qpos" in inputs:
+        target = jp.asarray(inputs["start_target_pos"], jp.float32)
+        mocap = state.data.mocap_pos.at[:, env._mocap_target].set(target[:, None, :] if np.ndim(env._mocap_target)
+                                                                   else target)
+        data = state.data.replace(qpos=jp.asarray(inputs["start_qpos"], jp.float32), mocap_pos=mocap,
+                                  ctrl=jp.asarray(inputs["start_ctrl"], jp.float32))
+        state = state.replace(data=data, info={**state.info, "target_pos": target})
     start = {"qpos": state.data.qpos, "target_pos": state.info["target_pos"], "ctrl": state.data.ctrl}
     step = jax.jit(jax.vmap(env.step))
     results: dict[str, list[np.ndarray]] = {}
