@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from mjvec.contract import layout_size
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
@@ -79,7 +80,7 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
     def memory_needs(cls, options: Any) -> MemoryNeeds:
         """What one env holds (`MjVecEnv.memory_needs`): the bound MjData fields, and about 20 values
         of task state and infos plus four observation-sized temporaries, float64."""
-        return MemoryNeeds(BOUND_FIELDS, 8 * (20 + 4 * 66))
+        return MemoryNeeds(BOUND_FIELDS, 8 * (20 + 4 * layout_size(panda_terms.POLICY_LAYOUT)))
 
     # ---- the MjVecEnv phases ---------------------------------------------------------------
     def _apply_action(self, actions: Any) -> None:
