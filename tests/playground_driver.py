@@ -28,11 +28,12 @@ as is):
 
 - ``panda_task``: Playground's ``PandaPickCube.step`` on states given by the caller, its physics
   replaced as in ``task``: inputs ``pre_ctrl`` (the position targets before the step),
-  ``pre_target_pos``, ``pre_reached_box``, ``action`` and ``after_<field>`` (qpos, qvel, xpos,
+  ``pre_target_pos``, ``pre_target_quat`` (the mocap target's), ``pre_reached_box``,
+  ``action`` and ``after_<field>`` (qpos, qvel, xpos,
   xmat, site_xpos, site_xmat, sensordata); outputs per step obs, reward, done, each raw term and
   ``out_of_bounds`` (its metrics), ``reached_box`` and the targets it gave the physics.
 - ``panda_samples``: N resets, each from its own key: the box position, the target position, the
-  mocap target's position, the position targets and the reset observation.
+  mocap target's position and orientation, the position targets and the reset observation.
 - ``panda_trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides)
   with the given actions: the start state and per step qpos, obs, reward, done. Optional inputs
   ``start_qpos``, ``start_ctrl``, ``start_target_pos`` replace the reset's (qvel stays zero).
@@ -174,7 +175,7 @@ def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
     model = env.mj_model
     shapes = {"xmat": (model.nbody, 3, 3), "site_xmat": (model.nsite, 3, 3)}
 
-    def one(ctrl: Any, target: Any, reached: Any, action: Any, after: dict[str, Any]) -> Any:
+    def one(ctrl: Any, target: Any, quat: Any, reached: Any, action: Any, after: dict[str, Any]) -> Any:
         seen: dict[str, Any] = {}
 
         def physics(model: Any, data: Any, targets: Any, n_substeps: int) -> Any:
@@ -182,7 +183,8 @@ def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
             return data.replace(ctrl=targets, **after)
 
         info = {"rng": jax.random.PRNGKey(0), "target_pos": target, "reached_box": reached}
-        state = mjx_env.State(base.replace(ctrl=ctrl), jp.zeros(66), jp.zeros(()), jp.zeros(()), dict(metrics), info)
+        data = base.replace(ctrl=ctrl, mocap_quat=base.mocap_quat.at[env._mocap_target].set(quat))
+        state = mjx_env.State(data, jp.zeros(66), jp.zeros(()), jp.zeros(()), dict(metrics), info)
         with patched(mjx_env, "step", physics):  # PandaPickCube.step calls mjx_env.step: the caller's physics
             new = env.step(state, action)
         return new.obs, new.reward, new.done, new.metrics, new.info["reached_box"], seen["targets"]
@@ -193,7 +195,8 @@ def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
         after = {n: jp.asarray(inputs[f"after_{n}"][t], dtype=jp.float32) for n in PANDA_AFTER}
         after = {n: v.reshape(v.shape[0], *shapes[n]) if n in shapes else v for n, v in after.items()}
         obs, reward, done, met, reached, targets = step(
-            *(jp.asarray(inputs[f"pre_{n}"][t], jp.float32) for n in ("ctrl", "target_pos", "reached_box")),
+            *(jp.asarray(inputs[f"pre_{n}"][t], jp.float32) for n in ("ctrl", "target_pos", "target_quat",
+                                                                       "reached_box")),
             jp.asarray(inputs["action"][t], jp.float32), after)
         row = {"obs": obs, "reward": reward, "done": done, "reached_box": reached, "targets": targets,
                **{f"raw/{k}": v for k, v in met.items()}}
@@ -205,8 +208,9 @@ def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
 def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
     keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
     state = jax.jit(jax.vmap(env.reset))(keys)
-    mocap = state.data.mocap_pos[:, env._mocap_target[0] if np.ndim(env._mocap_target) else env._mocap_target]
-    np.savez(outputs, qpos=state.data.qpos, target_pos=state.info["target_pos"], mocap_pos=mocap,
+    target = env._mocap_target[0] if np.ndim(env._mocap_target) else env._mocap_target
+    np.savez(outputs, qpos=state.data.qpos, target_pos=state.info["target_pos"],
+             mocap_pos=state.data.mocap_pos[:, target], mocap_quat=state.data.mocap_quat[:, target],
              ctrl=state.data.ctrl, obs=state.obs)
 
 

@@ -48,7 +48,8 @@ def test_list():
           for name in ("Ant-v5", "HalfCheetah-v5", "Hopper-v5", "Humanoid-v5", "Walker2d-v5")),
         *(f"playground/Go1Joystick{terrain}Terrain-v0  mjvec.tasks.go1_joystick.env:Go1JoystickEnv  presets: paper"
           for terrain in ("Flat", "Rough")),
-        "playground/PandaPickCube-v0  mjvec.tasks.panda_pick_cube.env:PandaPickCubeEnv  presets: none",
+        *(f"playground/PandaPickCube{suffix}-v0  mjvec.tasks.panda_pick_cube.env:PandaPickCubeEnv  presets: none"
+          for suffix in ("", "Orientation")),
     ]
 
 

@@ -22,7 +22,7 @@ from mjvec.backends.base import Scene
 from mjvec.backends.registry import make_backend
 from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError, UnknownOptionError
-from mjvec.tasks.panda_pick_cube import ENV_ID, PandaPickCubeConfig, PandaPickCubeEnv, RewardScales
+from mjvec.tasks.panda_pick_cube import ENV_ID, ORIENTATION_ENV_ID, PandaPickCubeConfig, PandaPickCubeEnv, RewardScales
 from mjvec.tasks.panda_pick_cube.env import BOUND_FIELDS
 from mjvec.tasks.panda_pick_cube.scene import scene_spec
 from tests.devices import np_of
@@ -57,6 +57,8 @@ def test_options_are_validated_naming_the_value_and_the_allowed_set(kwargs, erro
     (lambda: PandaPickCubeConfig(reach_distance=float("nan")), r"reach_distance must be finite and > 0, got nan"),
     (lambda: PandaPickCubeConfig(reward_scales={"box_target": 1.0}), r"reward_scales must be a RewardScales, got dict"),
     (lambda: RewardScales(box_target="8"), r"RewardScales.box_target must be a real number, got str '8'"),
+    (lambda: PandaPickCubeConfig(sample_orientation=1), r"sample_orientation must be True or False, got 1"),
+    (lambda: PandaPickCubeConfig(max_target_angle=4.0), r"max_target_angle must be finite and >= 0.0 and <= 3.14"),
 ])
 def test_config_values_are_validated(build, match) -> None:
     with pytest.raises(ConfigError, match=match):
@@ -91,6 +93,25 @@ def test_the_scene_follows_the_config() -> None:
     env = _make(2, config=PandaPickCubeConfig(sim_dt=0.004))
     assert env.unwrapped.frame_skip == 5 and env.unwrapped.control_dt == pytest.approx(0.02)
     env.close()
+
+
+def test_the_orientation_task_turns_its_target_and_the_plain_one_does_not() -> None:
+    """playground/PandaPickCubeOrientation-v0 defaults to sample_orientation=True (a config given
+    explicitly is used as given); the mocap target's frame is the target the task reads."""
+    turned, plain = gym.make_vec(ORIENTATION_ENV_ID, num_envs=4), _make(4)
+    _, info = turned.reset(seed=1)
+    _, plain_info = plain.reset(seed=1)
+    base = turned.unwrapped
+    assert base.cfg.sample_orientation and not plain.unwrapped.cfg.sample_orientation
+    assert np.all(np.abs(info["target_quat"][:, 0]) < 1.0)
+    np.testing.assert_array_equal(plain_info["target_quat"], np.broadcast_to([1.0, 0, 0, 0], (4, 4)))
+    target = base.backend.model.body("mocap_target").id
+    np.testing.assert_allclose(base._views["xmat"][:, target, :6], base.target_mat, rtol=0, atol=1e-12)
+    turned.close()
+    plain.close()
+    explicit = gym.make_vec(ORIENTATION_ENV_ID, num_envs=2, config=PandaPickCubeConfig())
+    assert not explicit.unwrapped.cfg.sample_orientation
+    explicit.close()
 
 
 def test_the_position_targets_integrate_the_actions_within_the_ctrlrange() -> None:
@@ -261,10 +282,12 @@ def test_cpu_and_warp_agree_until_the_fingers_close_on_the_box(warp_device: str)
 
 @pytest.mark.device
 def test_reset_observations_agree_on_both_backends(warp_device: str) -> None:
-    cpu, warp = _make(8), _make(8, backend="warp", device=warp_device)
+    cpu, warp = (gym.make_vec(ORIENTATION_ENV_ID, num_envs=8, array_backend="numpy", **kw)
+                 for kw in ({}, {"backend": "warp", "device": warp_device}))
     oc, ic = cpu.reset(seed=5)
     ow, iw = warp.reset(seed=5)
     np.testing.assert_allclose(ic["target_pos"], np_of(iw["target_pos"]), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(ic["target_quat"], np_of(iw["target_quat"]), rtol=0, atol=1e-7)
     np.testing.assert_allclose(oc, ow, rtol=1e-5, atol=1e-5)
     cpu.close()
     warp.close()

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 import mjvec  # noqa: F401  (registers the task)
-from mjvec.tasks.panda_pick_cube import ENV_ID, PandaPickCubeConfig
+from mjvec.tasks.panda_pick_cube import ENV_ID, ORIENTATION_ENV_ID, PandaPickCubeConfig
 from mjvec.tasks.panda_pick_cube.scene import scene_spec
 from mjvec.tasks.panda_pick_cube.terms import POLICY_LAYOUT, REWARD_TERMS
 from mjvec.xp import to_host
@@ -40,6 +40,7 @@ from tests.playground_oracle import TOL, ks_critical, ks_statistic, numeric_fiel
 NUM_ENVS, STEPS, SAMPLES, ALPHA = 16, 60, 4096, 1e-3
 AFTER = ("qpos", "qvel", "xpos", "xmat", "site_xpos", "site_xmat", "sensordata")
 PLAYGROUND = {"env": "PandaPickCube", "overrides": {"impl": "jax"}}
+ORIENTATION = {"env": "PandaPickCubeOrientation", "overrides": {"impl": "jax"}}
 
 
 class PandaRecorder:
@@ -68,6 +69,7 @@ class PandaRecorder:
     def step(self, actions: np.ndarray) -> None:
         b = self.base
         pre = {"pre_ctrl": np.array(to_host(b.backend.ctrl)), "pre_target_pos": np.array(to_host(b.target_pos)),
+               "pre_target_quat": np.array(to_host(b.target_quat)),
                "pre_reached_box": np.array(to_host(b.reached), np.float64), "action": np.asarray(actions, np.float64)}
         obs, *_ = self.env.step(actions)
         self.rows[-1].update(pre, mjvec_obs=np.array(to_host(obs)))
@@ -98,8 +100,8 @@ def _actions(rng: np.random.Generator) -> np.ndarray:
     return a
 
 
-def panda_rollout(config: PandaPickCubeConfig, seed: int) -> dict[str, np.ndarray]:
-    env = gym.make_vec(ENV_ID, num_envs=NUM_ENVS, config=config, array_backend="numpy")
+def panda_rollout(env_id: str, seed: int) -> dict[str, np.ndarray]:
+    env = gym.make_vec(env_id, num_envs=NUM_ENVS, array_backend="numpy")
     recorder = PandaRecorder(env)
     env.reset(seed=seed)
     ids = np.arange(NUM_ENVS)
@@ -112,39 +114,54 @@ def panda_rollout(config: PandaPickCubeConfig, seed: int) -> dict[str, np.ndarra
     return recorder.stacked()
 
 
-def _mjvec_resets() -> dict[str, np.ndarray]:
+def _mjvec_resets(env_id: str = ENV_ID) -> dict[str, np.ndarray]:
     """SAMPLES reset draws of mjvec's env: 1,024 envs x 4 seeds."""
-    env = gym.make_vec(ENV_ID, num_envs=SAMPLES // 4, array_backend="numpy")
+    env = gym.make_vec(env_id, num_envs=SAMPLES // 4, array_backend="numpy")
     base, rows = env.unwrapped, []
     for seed in range(4):
         env.reset(seed=seed)
         mocap = base._views["xpos"][:, mujoco.mj_name2id(base.backend.model, mujoco.mjtObj.mjOBJ_BODY, "mocap_target")]
         rows.append({"qpos": base.backend.qpos.copy(), "target_pos": base.target_pos.copy(),
-                     "mocap_pos": mocap.copy(), "ctrl": base.backend.ctrl.copy()})
+                     "mocap_pos": mocap.copy(), "ctrl": base.backend.ctrl.copy(),
+                     "mocap_quat": base.target_quat.copy()})
     env.close()
     return {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
 
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, np.ndarray]]:
-    """One Playground process for the module: its model, its step on mjvec's rollout, its resets."""
+    """One Playground process for the module: its model, its step on mjvec's rollouts (PandaPickCube
+    and PandaPickCubeOrientation), its resets, its PPO settings."""
     folder = tmp_path_factory.mktemp("playground_panda")
-    rollout = panda_rollout(PandaPickCubeConfig(), seed=3)
-    inputs = {k: v for k, v in rollout.items() if k.startswith(("pre_", "after_")) or k == "action"}
-    np.savez(folder / "task_in.npz", **inputs)
+    rollouts = {"cube": panda_rollout(ENV_ID, seed=3), "orientation": panda_rollout(ORIENTATION_ENV_ID, seed=3)}
+    for name, rollout in rollouts.items():
+        inputs = {k: v for k, v in rollout.items() if k.startswith(("pre_", "after_")) or k == "action"}
+        np.savez(folder / f"{name}_in.npz", **inputs)
     np.savez(folder / "samples_in.npz", seed=11, count=SAMPLES)
     run_driver([
         {"job": "model", "outputs": str(folder / "model.mjb"), **PLAYGROUND},
-        {"job": "panda_task", "inputs": str(folder / "task_in.npz"), "outputs": str(folder / "task_out.npz"),
+        {"job": "panda_task", "inputs": str(folder / "cube_in.npz"), "outputs": str(folder / "cube_out.npz"),
          **PLAYGROUND},
+        {"job": "panda_task", "inputs": str(folder / "orientation_in.npz"),
+         "outputs": str(folder / "orientation_out.npz"), **ORIENTATION},
+        {"job": "panda_samples", "inputs": str(folder / "samples_in.npz"),
+         "outputs": str(folder / "orientation_samples.npz"), **ORIENTATION},
         {"job": "panda_samples", "inputs": str(folder / "samples_in.npz"),
          "outputs": str(folder / "samples_out.npz"), **PLAYGROUND},
         {"job": "panda_ppo", "outputs": str(folder / "ppo.json"), **PLAYGROUND},
     ], folder)
-    return {"mjvec": rollout, "task": dict(np.load(folder / "task_out.npz")),
+    return {**{name: {"mjvec": rollout, "task": dict(np.load(folder / f"{name}_out.npz"))}
+               for name, rollout in rollouts.items()},
             "samples": dict(np.load(folder / "samples_out.npz")),
+            "orientation_samples": dict(np.load(folder / "orientation_samples.npz")),
             "model": {"path": np.array(str(folder / "model.mjb"))},
             "ppo": json.loads((folder / "ppo.json").read_text())}
+
+
+@pytest.fixture(params=["cube", "orientation"])
+def lock(request: pytest.FixtureRequest, oracle) -> dict[str, dict[str, np.ndarray]]:
+    """The lockstep of PandaPickCube ("cube") or PandaPickCubeOrientation: {"mjvec", "task"}."""
+    return oracle[request.param]
 
 
 def _close(oracle, ours: str, theirs: str, scale: float = 1.0) -> float:
@@ -170,7 +187,8 @@ def test_playgrounds_model_equals_the_scene_mjvec_builds(oracle) -> None:
         assert getattr(ours.opt, name) == getattr(theirs.opt, name), name
 
 
-def test_the_rollout_exercises_reaches_floor_contacts_and_boxes_leaving(oracle) -> None:
+def test_the_rollout_exercises_reaches_floor_contacts_and_boxes_leaving(lock) -> None:
+    oracle = lock
     ours, theirs, mask = oracle["mjvec"], oracle["task"], oracle["mjvec"]["active"]
     assert ours["mjvec_done"][mask].sum() >= 3  # the box left the workspace (termination)
     assert (~mask).sum() >= 3  # autoreset steps (not compared: their physics is discarded)
@@ -184,17 +202,20 @@ def test_the_rollout_exercises_reaches_floor_contacts_and_boxes_leaving(oracle) 
     assert np.all(np.abs(dist[mask] - PandaPickCubeConfig().reach_distance) > 1e-6)
 
 
-def test_observation_equals_playgrounds_on_the_same_states(oracle) -> None:
+def test_observation_equals_playgrounds_on_the_same_states(lock) -> None:
+    oracle = lock
     _close(oracle, "mjvec_obs", "obs")
 
 
 @pytest.mark.parametrize("term", REWARD_TERMS)
-def test_each_reward_term_equals_playgrounds(oracle, term: str) -> None:
+def test_each_reward_term_equals_playgrounds(lock, term: str) -> None:
+    oracle = lock
     scale = getattr(PandaPickCubeConfig().reward_scales, term)
     _close(oracle, f"mjvec_reward/{term}", f"raw/{term}", scale)  # info holds the weighted terms
 
 
-def test_reward_termination_reach_flag_and_targets_equal_playgrounds(oracle) -> None:
+def test_reward_termination_reach_flag_and_targets_equal_playgrounds(lock) -> None:
+    oracle = lock
     mask = oracle["mjvec"]["active"]
     _close(oracle, "mjvec_reward", "reward")
     _close(oracle, "mjvec_ctrl", "targets")
@@ -231,6 +252,32 @@ def test_reset_draws_match_playgrounds_in_distribution(oracle) -> None:
     np.testing.assert_allclose(ours_raw["qpos"][0, :box_qpos], theirs_raw["qpos"][0, :box_qpos], rtol=1e-6)
     np.testing.assert_allclose(ours_raw["ctrl"], np.broadcast_to(theirs_raw["ctrl"][:1], ours_raw["ctrl"].shape),
                                rtol=1e-6)
+
+
+def _turns(quat: np.ndarray) -> dict[str, np.ndarray]:
+    """The angle (rad) and unit axis components of (N, 4) wxyz turns (the axis of the turns whose
+    angle float32 rounds to 0 is left out)."""
+    quat = quat * np.where(quat[:, :1] < 0, -1.0, 1.0)
+    half = np.arccos(np.clip(quat[:, 0], -1.0, 1.0))
+    turned = half > 1e-3
+    axis = quat[turned, 1:] / np.sin(half[turned])[:, None]
+    return {"angle": 2 * half, "axis_x": axis[:, 0], "axis_y": axis[:, 1], "axis_z": axis[:, 2]}
+
+
+def test_target_orientation_draws_match_playgrounds_in_distribution(oracle) -> None:
+    """PandaPickCubeOrientation: the angle U(0, 45 deg) and the axis (a uniform [-1, 1]^3 vector,
+    normalised: not uniform on the sphere) per component, KS at level 1e-3; the mocap target holds
+    the turn; a maximum angle 20 % too large is rejected."""
+    ours_raw, theirs_raw = _mjvec_resets(ORIENTATION_ENV_ID), oracle["orientation_samples"]
+    ours, theirs = _turns(ours_raw["mocap_quat"]), _turns(theirs_raw["mocap_quat"].astype(np.float64))
+    stats = {k: ks_statistic(ours[k], theirs[k]) - ks_critical(ours[k].size, theirs[k].size, ALPHA) for k in ours}
+    assert max(stats.values()) < 0, stats
+    critical = ks_critical(SAMPLES, SAMPLES, ALPHA)
+    assert ks_statistic(1.2 * ours["angle"], theirs["angle"]) > critical
+    assert 0 < ours["angle"].min() and ours["angle"].max() <= np.radians(45.0)
+    # Plain PandaPickCube never turns its target, on either side.
+    np.testing.assert_array_equal(oracle["samples"]["mocap_quat"], np.broadcast_to([1.0, 0, 0, 0], (SAMPLES, 4)))
+    np.testing.assert_array_equal(_mjvec_resets()["mocap_quat"], np.broadcast_to([1.0, 0, 0, 0], (SAMPLES, 4)))
 
 
 def test_playgrounds_reset_observation_reads_frames_no_forward_has_computed(oracle) -> None:

@@ -1,5 +1,6 @@
 """MuJoCo Playground's PandaPickCube as ``playground/PandaPickCube-v0``: a Franka Panda picks up a
-cube and brings it to a sampled target position.
+cube and brings it to a sampled target position; ``playground/PandaPickCubeOrientation-v0``
+(Playground's PandaPickCubeOrientation) also samples the target's orientation.
 
     import gymnasium as gym
     import mjvec  # registers it (its scene needs the playground extra: pip install -e ".[playground]" in the checkout)
@@ -15,7 +16,7 @@ neither for this task (docs/panda_pick_cube.md).
 
 from mjvec.tasks.panda_pick_cube.config import PandaPickCubeConfig, RewardScales
 from mjvec.tasks.panda_pick_cube.env import PandaPickCubeEnv
-from mjvec.tasks.panda_pick_cube.registration import ENV_ID, PandaPickCubeOptions, register_envs
+from mjvec.tasks.panda_pick_cube.registration import ENV_ID, ORIENTATION_ENV_ID, PandaPickCubeOptions, register_envs
 
-__all__ = ["ENV_ID", "PandaPickCubeConfig", "PandaPickCubeEnv", "PandaPickCubeOptions", "RewardScales",
-           "register_envs"]
+__all__ = ["ENV_ID", "ORIENTATION_ENV_ID", "PandaPickCubeConfig", "PandaPickCubeEnv", "PandaPickCubeOptions",
+           "RewardScales", "register_envs"]

@@ -6,6 +6,7 @@ inline. A variant is ``dataclasses.replace(PandaPickCubeConfig(), ...)``; a bad 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 
 from mjvec.errors import ConfigError, is_int
@@ -43,7 +44,9 @@ class PandaPickCubeConfig:
     action (action in [-1, 1]^8) from the previous targets, clipped to the actuators' ctrlrange.
     Reset (Playground's ``reset``): the "home" keyframe with the box moved by U(-`box_xy_range`,
     `box_xy_range`) m in x and y; the target at the box's home position + U(-`target_xy_range`,
-    `target_xy_range`) m in x and y and + U(`target_z_range`) m in z.
+    `target_xy_range`) m in x and y and + U(`target_z_range`) m in z; with `sample_orientation`
+    (Playground's PandaPickCubeOrientation) the target is also turned by U(0, `max_target_angle`)
+    rad about an axis drawn uniformly from [-1, 1]^3 and normalised (else it is never turned).
     Rewards: `reward_scales`; the box-to-target term counts once the gripper site has come within
     `reach_distance` m of the box (Playground's ``reached_box``, kept for the episode).
     Termination: the box's position leaves [-`workspace_bound`, `workspace_bound`]^3 or its z goes
@@ -60,11 +63,17 @@ class PandaPickCubeConfig:
     target_z_range: tuple[float, float] = (0.2, 0.4)
     reach_distance: float = 0.012
     workspace_bound: float = 1.0
+    sample_orientation: bool = False
+    max_target_angle: float = math.radians(45.0)
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         for name in ("ctrl_dt", "sim_dt", "action_scale", "reach_distance", "workspace_bound"):
             object.__setattr__(self, name, real(owner, name, getattr(self, name), positive=True))
+        if not isinstance(self.sample_orientation, bool):
+            raise ConfigError(f"{owner}.sample_orientation must be True or False, got {self.sample_orientation!r}")
+        object.__setattr__(self, "max_target_angle", real(owner, "max_target_angle", self.max_target_angle, low=0.0,
+                                                          high=math.pi))
         for name in ("box_xy_range", "target_xy_range"):
             object.__setattr__(self, name, real(owner, name, getattr(self, name), low=0.0))
         object.__setattr__(self, "target_z_range", real_range(owner, "target_z_range", self.target_z_range))

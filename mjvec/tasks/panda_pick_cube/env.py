@@ -29,6 +29,7 @@ from mjvec.contract import layout_size
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
+from mjvec.rotations import quat_from_axis_angle
 from mjvec.tasks.panda_pick_cube import terms as panda_terms
 from mjvec.tasks.panda_pick_cube.config import PandaPickCubeConfig
 from mjvec.tasks.panda_pick_cube.indices import NUM_ACTUATORS, build_indices
@@ -49,7 +50,8 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
     arguments go to `MjVecEnv`.
 
     Records (live, the state's namespace): `indices` (`PandaIndices`), `target_pos` (N, 3) the
-    episode's target position, `reached` (N,) bool the episode's reach flag.
+    episode's target position, `target_quat` (N, 4) its orientation (wxyz) and `target_mat` (N, 6)
+    its rotation matrix's first two rows, `reached` (N,) bool the episode's reach flag.
 
     info (every step, (N, ...) arrays): reward_terms (weighted terms), reached_box (the reach flag
     after this step), out_of_bounds.
@@ -74,6 +76,9 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
         self.indices = build_indices(backend.model, cfg, self.asarray, f)
         self._views = {name: backend.bind(name) for name in BOUND_FIELDS}
         self.target_pos = self.zeros((3,), f)
+        self.target_quat = self.zeros((4,), f)
+        self.target_quat[:, 0] = 1.0
+        self.target_mat = panda_terms.target_rows(self.target_quat)
         self.reached = self.zeros((), self.xp.bool)
 
     @classmethod
@@ -92,7 +97,7 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
         xp, v = self.xp, self._views
         qpos, qvel = self.backend.qpos, self.backend.qvel
         terms, reached = panda_terms.reward_terms(self.cfg, self.indices, qpos, v["xpos"], v["xmat"], v["site_xpos"],
-                                                  v["sensordata"], self.target_pos, self.reached)
+                                                  v["sensordata"], self.target_pos, self.target_mat, self.reached)
         reward, weighted = panda_terms.reward(self.cfg, terms)
         outside = panda_terms.out_of_bounds(self.cfg, self.indices, v["xpos"])
         done = outside | xp.any(xp.isnan(qpos), axis=1) | xp.any(xp.isnan(qvel), axis=1)
@@ -103,7 +108,7 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
     def _observe(self) -> Any:
         v = self._views
         return panda_terms.observe(self.backend.qpos, self.backend.qvel, self.backend.ctrl, v["xpos"], v["xmat"],
-                                   v["site_xpos"], v["site_xmat"], self.target_pos, self.indices)
+                                   v["site_xpos"], v["site_xmat"], self.target_pos, self.target_mat, self.indices)
 
     def _reset_envs(self, rows: Rows) -> None:
         cfg, rng, idx, xp = self.cfg, self.rng, self.indices, self.xp
@@ -120,10 +125,23 @@ class PandaPickCubeEnv(MjVecEnv, VectorEnv):
         mocap_pos[:, idx.target_mocap] = target
         mocap_quat = xp.zeros((rows.size, idx.nmocap, 4), dtype=f, device=device)
         mocap_quat[:, :, 0] = 1.0
+        if cfg.sample_orientation:
+            mocap_quat[:, idx.target_mocap] = xp.astype(self._target_turn(rows), f)
         self.backend.reset(rows.selector(), qpos, qvel, ctrl=ctrl, mocap_pos=mocap_pos, mocap_quat=mocap_quat)
         rows.put(self.target_pos, target)
+        rows.put(self.target_quat, mocap_quat[:, idx.target_mocap])
+        self.target_mat[...] = panda_terms.target_rows(self.target_quat)
         rows.put(self.reached, False)
 
+    def _target_turn(self, rows: Rows) -> Any:
+        """(K, 4) wxyz: a turn by U(0, max_target_angle) about a uniform [-1, 1]^3 direction,
+        normalised (Playground's PandaPickCubeOrientation)."""
+        xp = self.xp
+        axis = self.rng.uniform(rows, "reset/target_axis", -1.0, 1.0, (3,))
+        axis = axis / xp.linalg.vector_norm(axis, axis=-1, keepdims=True)
+        angle = self.rng.uniform(rows, "reset/target_angle", 0.0, self.cfg.max_target_angle)
+        return quat_from_axis_angle(axis, angle)
+
     def _reset_info(self, rows: Rows) -> dict[str, Any]:
-        """At reset: each env's target position."""
-        return {"target_pos": _copy(self.target_pos)}
+        """At reset: each env's target position and orientation (wxyz)."""
+        return {"target_pos": _copy(self.target_pos), "target_quat": _copy(self.target_quat)}

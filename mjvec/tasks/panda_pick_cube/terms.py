@@ -5,7 +5,8 @@ Sources (after a step: MuJoCo's outputs of the last substep's start, as Playgrou
 ``data`` right after ``mjx.step``): qpos, qvel, ctrl (the position targets), the gripper site's
 position and frame, the box body's position and frame, the floor contact sensors; the target
 position is the task's own state (Playground's ``info["target_pos"]``), its orientation the
-identity (PandaPickCube does not sample one).
+mocap target's quaternion (the identity unless the config samples one), as the first two rows of
+its rotation matrix (`target_rows`).
 """
 
 from __future__ import annotations
@@ -16,18 +17,17 @@ import gymnasium as gym
 import numpy as np
 
 from mjvec.contract import layout_size
+from mjvec.rotations import quat_to_mat_mj
 from mjvec.tasks.panda_pick_cube.config import PandaPickCubeConfig
 from mjvec.tasks.panda_pick_cube.indices import NUM_ACTUATORS, PandaIndices
 from mjvec.xp import namespace_of
 
 __all__ = ["MAX_REWARD", "POLICY_LAYOUT", "REWARD_TERMS", "observation_space", "observe", "out_of_bounds",
-           "reward", "reward_terms"]
+           "reward", "reward_terms", "target_rows"]
 
 Array = Any
 REWARD_TERMS = ("gripper_box", "box_target", "no_floor_collision", "robot_target_qpos")
 MAX_REWARD = 10000.0  # Playground clips each step's reward (the weighted sum) to [-1e4, 1e4]
-# The first two rows of the target's rotation matrix: the identity's (the target is never turned).
-TARGET_MAT6 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 NQ, NV = 16, 15  # the arm's 9 joints and the box's free joint
 POLICY_LAYOUT: tuple[tuple[str, int], ...] = (
     ("qpos", NQ),
@@ -47,27 +47,32 @@ def _norm(x: Array) -> Array:
     return xp.sqrt(xp.sum(x * x, axis=-1))
 
 
+def target_rows(target_quat: Array) -> Array:
+    """(N, 6): the first two rows of the target's rotation matrix, of its (N, 4) wxyz quaternion."""
+    xp = namespace_of(target_quat)
+    return xp.reshape(quat_to_mat_mj(target_quat), (target_quat.shape[0], 9))[:, :6]
+
+
 def observe(qpos: Array, qvel: Array, ctrl: Array, xpos: Array, xmat: Array, site_xpos: Array, site_xmat: Array,
-            target_pos: Array, idx: PandaIndices) -> Array:
-    """(N, 66) float32: Playground's ``state`` (`POLICY_LAYOUT`); xmat / site_xmat are (N, n, 9)."""
+            target_pos: Array, target_mat: Array, idx: PandaIndices) -> Array:
+    """(N, 66) float32: Playground's ``state`` (`POLICY_LAYOUT`); xmat / site_xmat are (N, n, 9),
+    target_mat (N, 6) `target_rows`."""
     xp = namespace_of(qpos)
     gripper = site_xpos[:, idx.gripper_site]
     box_pos, box_mat = xpos[:, idx.box_body], xmat[:, idx.box_body]
-    target_mat = xp.asarray(TARGET_MAT6, dtype=box_mat.dtype, device=getattr(box_mat, "device", None))
     blocks = (qpos, qvel, gripper, site_xmat[:, idx.gripper_site, 3:], box_mat[:, 3:], box_pos - gripper,
               target_pos - box_pos, target_mat - box_mat[:, :6], ctrl - qpos[:, idx.actuated_qpos])
     return xp.concat([xp.astype(b, xp.float32) for b in blocks], axis=1)
 
 
 def reward_terms(cfg: PandaPickCubeConfig, idx: PandaIndices, qpos: Array, xpos: Array, xmat: Array,
-                 site_xpos: Array, sensordata: Array, target_pos: Array, reached: Array
+                 site_xpos: Array, sensordata: Array, target_pos: Array, target_mat: Array, reached: Array
                  ) -> tuple[dict[str, Array], Array]:
     """(each term's unweighted (N,) value, reached (N,) bool): `reached` is the episode's reach
     flag before this step, updated with this step's gripper-box distance before box_target reads
     it (as Playground's ``info["reached_box"]``)."""
     xp = namespace_of(qpos)
     box_pos, box_mat = xpos[:, idx.box_body], xmat[:, idx.box_body]
-    target_mat = xp.asarray(TARGET_MAT6, dtype=box_mat.dtype, device=getattr(box_mat, "device", None))
     pos_err = _norm(target_pos - box_pos)
     rot_err = _norm(target_mat - box_mat[:, :6])
     gripper_dist = _norm(box_pos - site_xpos[:, idx.gripper_site])
