@@ -2,8 +2,9 @@
 
 `import mjvec` registers the environment ids (SimToolReal-v0, CubeRotate-v0 and Gymnasium's MuJoCo
 suite as mjvec/Ant-v5, mjvec/HalfCheetah-v5, mjvec/Hopper-v5, mjvec/Walker2d-v5, mjvec/Humanoid-v5, and
-MuJoCo Playground's playground/Go1JoystickFlatTerrain-v0, playground/Go1JoystickRoughTerrain-v0 and
-playground/LeapCubeReorient-v0) with Gymnasium, so
+MuJoCo Playground's playground/Go1JoystickFlatTerrain-v0, playground/Go1JoystickRoughTerrain-v0,
+playground/LeapCubeReorient-v0, playground/PandaPickCube-v0 and playground/PandaPickCubeOrientation-v0)
+with Gymnasium, so
 `gym.make_vec("SimToolReal-v0", num_envs=N, backend="cpu")` works afterwards (equivalently,
 `gym.register_envs(mjvec)` or the id `"mjvec:SimToolReal-v0"`). Tasks of your own register through
 `mjvec.envs.registry.register_task`; an installed package's tasks register at import through a

@@ -35,6 +35,22 @@ heightfield scene). Jobs:
 - ``trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides), with
   the given actions; command resampling is pushed beyond the horizon. Outputs the start state and
   per step qpos, qvel, obs, privileged, reward, done.
+
+PandaPickCube (``"env": "PandaPickCube"``; `job_panda_task`, `job_panda_samples`; ``model`` serves it
+as is):
+
+- ``panda_task``: Playground's ``PandaPickCube.step`` on states given by the caller, its physics
+  replaced as in ``task``: inputs ``pre_ctrl`` (the position targets before the step),
+  ``pre_target_pos``, ``pre_target_quat`` (the mocap target's), ``pre_reached_box``,
+  ``action`` and ``after_<field>`` (qpos, qvel, xpos,
+  xmat, site_xpos, site_xmat, sensordata); outputs per step obs, reward, done, each raw term and
+  ``out_of_bounds`` (its metrics), ``reached_box`` and the targets it gave the physics.
+- ``panda_samples``: N resets, each from its own key: the box position, the target position, the
+  mocap target's position and orientation, the position targets and the reset observation.
+- ``panda_trajectory``: N resets and T steps of Playground's env as it is (impl from the overrides)
+  with the given actions: the start state and per step qpos, obs, reward, done. Optional inputs
+  ``start_qpos``, ``start_ctrl``, ``start_target_pos`` replace the reset's (qvel stays zero).
+- ``panda_ppo``: Playground's ``brax_ppo_config`` and ``rsl_rl_config`` for the env, as JSON.
 """
 
 from __future__ import annotations
@@ -277,7 +293,87 @@ def job_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> Non
              **{k: np.stack(v) for k, v in results.items()})
 
 
+PANDA_AFTER = ("qpos", "qvel", "xpos", "xmat", "site_xpos", "site_xmat", "sensordata")
+
+
+def job_panda_task(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    base = mjx.make_data(env.mj_model, impl="jax")
+    metrics = {k: jp.zeros(()) for k in (*env._config.reward_config.scales.keys(), "out_of_bounds")}
+    model = env.mj_model
+    shapes = {"xmat": (model.nbody, 3, 3), "site_xmat": (model.nsite, 3, 3)}
+
+    def one(ctrl: Any, target: Any, quat: Any, reached: Any, action: Any, after: dict[str, Any]) -> Any:
+        seen: dict[str, Any] = {}
+
+        def physics(model: Any, data: Any, targets: Any, n_substeps: int) -> Any:
+            seen["targets"] = targets
+            return data.replace(ctrl=targets, **after)
+
+        info = {"rng": jax.random.PRNGKey(0), "target_pos": target, "reached_box": reached}
+        data = base.replace(ctrl=ctrl, mocap_quat=base.mocap_quat.at[env._mocap_target].set(quat))
+        state = mjx_env.State(data, jp.zeros(66), jp.zeros(()), jp.zeros(()), dict(metrics), info)
+        with patched(mjx_env, "step", physics):  # PandaPickCube.step calls mjx_env.step: the caller's physics
+            new = env.step(state, action)
+        return new.obs, new.reward, new.done, new.metrics, new.info["reached_box"], seen["targets"]
+
+    step = jax.jit(jax.vmap(one))
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(inputs["action"].shape[0]):
+        after = {n: jp.asarray(inputs[f"after_{n}"][t], dtype=jp.float32) for n in PANDA_AFTER}
+        after = {n: v.reshape(v.shape[0], *shapes[n]) if n in shapes else v for n, v in after.items()}
+        obs, reward, done, met, reached, targets = step(
+            *(jp.asarray(inputs[f"pre_{n}"][t], jp.float32) for n in ("ctrl", "target_pos", "target_quat",
+                                                                       "reached_box")),
+            jp.asarray(inputs["action"][t], jp.float32), after)
+        row = {"obs": obs, "reward": reward, "done": done, "reached_box": reached, "targets": targets,
+               **{f"raw/{k}": v for k, v in met.items()}}
+        for name, value in row.items():
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_panda_samples(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    keys = jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), int(inputs["count"]))
+    state = jax.jit(jax.vmap(env.reset))(keys)
+    target = env._mocap_target[0] if np.ndim(env._mocap_target) else env._mocap_target
+    np.savez(outputs, qpos=state.data.qpos, target_pos=state.info["target_pos"],
+             mocap_pos=state.data.mocap_pos[:, target], mocap_quat=state.data.mocap_quat[:, target],
+             ctrl=state.data.ctrl, obs=state.obs)
+
+
+def job_panda_trajectory(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    steps, num = inputs["action"].shape[:2]
+    state = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(int(inputs["seed"])), num))
+    if "start_qpos" in inputs:
+        target = jp.asarray(inputs["start_target_pos"], jp.float32)
+        mocap = state.data.mocap_pos.at[:, env._mocap_target].set(target[:, None, :] if np.ndim(env._mocap_target)
+                                                                   else target)
+        data = state.data.replace(qpos=jp.asarray(inputs["start_qpos"], jp.float32), mocap_pos=mocap,
+                                  ctrl=jp.asarray(inputs["start_ctrl"], jp.float32))
+        state = state.replace(data=data, info={**state.info, "target_pos": target})
+    start = {"qpos": state.data.qpos, "target_pos": state.info["target_pos"], "ctrl": state.data.ctrl}
+    step = jax.jit(jax.vmap(env.step))
+    results: dict[str, list[np.ndarray]] = {}
+    for t in range(steps):
+        state = step(state, jp.asarray(inputs["action"][t], jp.float32))
+        for name, value in (("qpos", state.data.qpos), ("obs", state.obs), ("reward", state.reward),
+                            ("done", state.done)):
+            results.setdefault(name, []).append(np.asarray(value))
+    np.savez(outputs, **{f"start_{k}": np.asarray(v) for k, v in start.items()},
+             **{k: np.stack(v) for k, v in results.items()})
+
+
+def job_panda_ppo(env: Any, inputs: dict[str, np.ndarray], outputs: str) -> None:
+    from mujoco_playground.config import manipulation_params
+
+    configs = {"brax": manipulation_params.brax_ppo_config("PandaPickCube").to_dict(),
+               "rsl_rl": manipulation_params.rsl_rl_config("PandaPickCube").to_dict()}
+    Path(outputs).write_text(json.dumps(configs, default=list))
+
+
 JOBS = {"model": job_model, "task": job_task, "samples": job_samples, "trajectory": job_trajectory,
+        "panda_task": job_panda_task, "panda_samples": job_panda_samples, "panda_ppo": job_panda_ppo,
+        "panda_trajectory": job_panda_trajectory,
         "leap_task": job_leap_task, "leap_samples": job_leap_samples, "leap_trajectory": job_leap_trajectory}
 
 

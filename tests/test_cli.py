@@ -49,6 +49,8 @@ def test_list():
         *(f"playground/Go1Joystick{terrain}Terrain-v0  mjvec.tasks.go1_joystick.env:Go1JoystickEnv  presets: paper"
           for terrain in ("Flat", "Rough")),
         "playground/LeapCubeReorient-v0  mjvec.tasks.leap_cube_reorient.env:LeapCubeReorientEnv  presets: paper",
+        *(f"playground/PandaPickCube{suffix}-v0  mjvec.tasks.panda_pick_cube.env:PandaPickCubeEnv  presets: none"
+          for suffix in ("", "Orientation")),
     ]
 
 

@@ -38,10 +38,12 @@ def _run(root: Path, code: str) -> subprocess.CompletedProcess:
 
 
 def test_every_task_package_registers_and_shared_modules_are_not_tasks() -> None:
-    assert task_packages() == ["cube_rotate", "go1_joystick", "gym_mujoco", "leap_cube_reorient", "simtoolreal"]
+    assert task_packages() == ["cube_rotate", "go1_joystick", "gym_mujoco", "leap_cube_reorient", "panda_pick_cube",
+                               "simtoolreal"]
     for env_id in ("SimToolReal-v0", "CubeRotate-v0", "mjvec/Ant-v5", "mjvec/Humanoid-v5",
                    "playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0",
-                   "playground/LeapCubeReorient-v0"):
+                   "playground/LeapCubeReorient-v0", "playground/PandaPickCube-v0",
+                   "playground/PandaPickCubeOrientation-v0"):
         assert env_id in registered_tasks() and env_id in gym.registry
     before = dict(registered_tasks())
     mjvec.register_envs()  # a second call registers nothing new and raises nothing
