@@ -1,10 +1,10 @@
 """rl_games (PyPI rl-games 1.6.5) on an mjvec task through `mjvec.integrations.rl_games`, from a
-trainer config (default: the SimToolReal authors' paper run, examples/configs/simtoolreal/
+trainer config (default: the SimToolReal authors' paper run, mjvec/tasks/simtoolreal/agents/
 rl_games_lstm_asymmetric_ppo.yaml: LSTM actor, asymmetric central-value critic, their PPO settings).
 
     bash scripts/setup_rl_games.sh                      # rl-games needs its own env (psutil<6)
     .venv-rl-games/bin/python examples/train_rl_games.py --num-envs 64 --max-epochs 50
-    .venv-rl-games/bin/python examples/train_rl_games.py --config examples/configs/cube_rotate/rl_games_ppo.yaml
+    .venv-rl-games/bin/python examples/train_rl_games.py --config mjvec/tasks/cube_rotate/agents/rl_games_ppo.yaml
     .venv-rl-games/bin/python examples/train_rl_games.py --device cuda:0 --backend warp  # paper scale: 24,576 envs
 
 The config runs as written except for what the flags set: ``--num-envs`` (``num_actors``; the
@@ -43,7 +43,7 @@ except ImportError as _error:
     print(missing_extra("rl_games", _error, "examples/train_rl_games.py"), file=sys.stderr)
     raise SystemExit(2) from None
 
-CONFIG = Path(__file__).parent / "configs" / "simtoolreal" / "rl_games_lstm_asymmetric_ppo.yaml"
+CONFIG = Path(__file__).parents[1] / "mjvec" / "tasks" / "simtoolreal" / "agents" / "rl_games_lstm_asymmetric_ppo.yaml"
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""rsl_rl (rsl-rl-lib 5.x, unmodified) on SimToolReal-v0, CubeRotate-v0,
-playground/Go1JoystickFlatTerrain-v0 or playground/Go1JoystickRoughTerrain-v0 through
-`mjvec.integrations.rsl_rl.RslRlVecEnv`, from the task's trainer config (examples/configs/<task>/,
-or the task's own agents/ folder).
+"""rsl_rl (rsl-rl-lib 5.x, unmodified) on SimToolReal-v0, CubeRotate-v0 or one of the playground/
+tasks (Go1 joystick flat and rough, LeapCubeReorient, PandaPickCube) through
+`mjvec.integrations.rsl_rl.RslRlVecEnv`, from the task's trainer config (its
+mjvec/tasks/<task>/agents/rsl_rl_ppo.yaml, or --config).
 
     python examples/train_rsl_rl.py --env-id CubeRotate-v0 --num-envs 256 --max-iterations 500
     python examples/train_rsl_rl.py --num-envs 64 --option num_tools=6 --max-iterations 100
@@ -44,13 +44,18 @@ except ImportError as _error:
     print(missing_extra("train", _error, "examples/train_rsl_rl.py"), file=sys.stderr)
     raise SystemExit(2) from None
 
-CONFIGS = Path(__file__).parent / "configs"
+# Each task's trainer configs sit beside it, in mjvec/tasks/<task>/agents/.
+TASKS = Path(__file__).parents[1] / "mjvec" / "tasks"
 GO1 = ("playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0")
-# Playground's rsl_rl_config gives both Go1 joystick tasks the same settings (bar max_iterations).
-GO1_CONFIG = Path(__file__).parents[1] / "mjvec" / "tasks" / "go1_joystick" / "agents" / "rsl_rl_ppo.yaml"
-TASK_CONFIG = {"SimToolReal-v0": CONFIGS / "simtoolreal" / "rsl_rl_ppo.yaml",
-               "CubeRotate-v0": CONFIGS / "cube_rotate" / "rsl_rl_ppo.yaml", **dict.fromkeys(GO1, GO1_CONFIG)}
+PANDA = ("playground/PandaPickCube-v0", "playground/PandaPickCubeOrientation-v0")
+# Playground's rsl_rl_config gives both Go1 joystick tasks the same settings (bar max_iterations),
+# and both Panda pick tasks.
+TASK_FOLDER = {"SimToolReal-v0": "simtoolreal", "CubeRotate-v0": "cube_rotate",
+               "playground/LeapCubeReorient-v0": "leap_cube_reorient", **dict.fromkeys(GO1, "go1_joystick"),
+               **dict.fromkeys(PANDA, "panda_pick_cube")}
+TASK_CONFIG = {env_id: TASKS / folder / "agents" / "rsl_rl_ppo.yaml" for env_id, folder in TASK_FOLDER.items()}
 TASK_OPTIONS = {"SimToolReal-v0": {"obs_mode": "asymmetric"}, "CubeRotate-v0": {},
+                "playground/LeapCubeReorient-v0": {"obs_mode": "asymmetric"},
                 **{env_id: {"obs_mode": "asymmetric"} for env_id in GO1}}
 
 
@@ -61,7 +66,7 @@ class Args:
     env_id: str = "SimToolReal-v0"
     """SimToolReal-v0, CubeRotate-v0, playground/Go1JoystickFlatTerrain-v0 or ...RoughTerrain-v0"""
     config: Path | None = None
-    """the trainer config (None: examples/configs/<task>/rsl_rl_ppo.yaml)"""
+    """the trainer config (None: mjvec/tasks/<task>/agents/rsl_rl_ppo.yaml)"""
     num_envs: int = 64
     max_iterations: int = 100
     """PPO iterations (each num_envs x num_steps_per_env env steps)"""

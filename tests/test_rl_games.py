@@ -166,7 +166,7 @@ def test_train_rl_games_example_keeps_the_authors_settings_and_trains(tmp_path):
     assert cfg["reward_shaper"]["scale_value"] == 0.01 and cfg["entropy_coef"] == 0.0
     assert cfg["minibatch_size"] == 8 * 16  # min(98,304, num_envs x horizon)
     assert cfg["mixed_precision"] is False and cfg["torch_compile"] is False  # on the CPU
-    cube = module.Args(config=root / "examples" / "configs" / "cube_rotate" / "rl_games_ppo.yaml", num_envs=8,
+    cube = module.Args(config=root / "mjvec" / "tasks" / "cube_rotate" / "agents" / "rl_games_ppo.yaml", num_envs=8,
                        max_epochs=1, option=["num_cubes=2", "max_episode_steps=8"], train_dir=tmp_path)
     module.main(cube)
     assert list(tmp_path.rglob("*.pth")) and list(tmp_path.rglob("events.out.tfevents*"))

@@ -187,3 +187,25 @@ def test_train_rsl_rl_example_writes_a_checkpoint_that_mjvec_eval_runs(tmp_path,
     summary = json.loads(capsys.readouterr().out)
     assert summary["policy"] == "rsl_rl" and summary["env_id"] == "CubeRotate-v0"
     assert summary["length_mean"] <= 6 and summary["options"]["num_cubes"] == "2"  # the run's own options
+
+
+def test_train_rsl_rl_knows_a_config_beside_every_task_that_ships_one():
+    """Every task folder with an agents/rsl_rl_ppo.yaml is one the example maps an id to (and back):
+    the configs live beside their tasks, and a moved or new one is found or this fails."""
+    import importlib.util
+    import sys
+
+    import yaml
+
+    from tests.policy_files import ROOT
+
+    spec = importlib.util.spec_from_file_location("train_rsl_rl_configs", ROOT / "examples" / "train_rsl_rl.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    shipped = {path.parents[1].name for path in (ROOT / "mjvec" / "tasks").glob("*/agents/rsl_rl_ppo.yaml")}
+    assert set(module.TASK_FOLDER.values()) == shipped
+    for env_id, path in module.TASK_CONFIG.items():
+        assert path.is_file(), env_id
+        assert "train" in yaml.safe_load(path.read_text()), path
+    assert set(module.TASK_CONFIG) <= set(gym.registry)
