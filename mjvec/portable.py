@@ -7,18 +7,18 @@ bits differ (numpy's AVX-512 `arctan2` and `log` disagree with its AVX2 ones on 
 the same branch. The functions here use IEEE-754 basic operations only (+, -, *, /, floor,
 comparisons and bit views), which every CPU, SIMD width and device rounds the same way, so their
 results depend on the input alone: the same bits on any CPU, in numpy or torch, on the host or a
-GPU. (`hypot` ends in the namespace's sqrt, correctly rounded in numpy and CUDA, not in torch
-2.13's CPU kernel.)
+GPU. (`hypot` and `asin` end in the namespace's sqrt, correctly rounded in numpy and CUDA, not in
+torch 2.13's CPU kernel.)
 
 Every function takes an array of either namespace (`mjvec.xp`: numpy, or torch through
 array_api_compat), a numpy scalar or a Python float, and returns the same kind of value with the
 input's float dtype: float32 inputs are computed in float64 and rounded once at the end. Accuracy
 against 120-bit references (tests/test_portable.py), float64: `log` and `exp` within 1 ulp (most
 results correctly rounded), `sin`/`cos`/`sincos` within 1 ulp for |x| <= 100 and 2 ulp up to 1e5,
-`atan2` within 2 ulp; `fma` is exact (one rounding). Domains: `log` any non-negative input (0 ->
+`atan2`, `asin` and `tanh` within 2 ulp; `fma` is exact (one rounding). Domains: `log` any non-negative input (0 ->
 -inf, negatives -> nan), `exp` any input (overflow -> inf, underflow -> 0), `sin`/`cos` |x| <=
 2**19 pi / 2 (larger arguments keep their determinism and lose accuracy), `atan2` finite inputs
-(signed zeros as numpy), `hypot` |x|, |y| below 1e150.
+(signed zeros as numpy), `hypot` |x|, |y| below 1e150, `asin` [-1, 1], `tanh` any input.
 
 The constants are derived below from pi's and ln 2's decimal expansions (Python's `decimal`); the
 polynomials are Taylor series on reduced ranges, truncated where the next term is below 2**-60 of
@@ -37,7 +37,7 @@ import numpy as np
 
 from mjvec.xp import namespace_of
 
-__all__ = ["atan2", "cos", "exp", "fma", "hypot", "log", "sin", "sincos"]
+__all__ = ["asin", "atan2", "cos", "exp", "fma", "hypot", "log", "sin", "sincos", "tanh"]
 
 Array = Any
 
@@ -305,6 +305,47 @@ def hypot(x: Array, y: Array) -> Array:
     xp, xa, back = _prepare(x)
     ya = _prepare(y)[1]
     return back(xp.sqrt(xa * xa + ya * ya))
+
+
+def _bernoulli(n: int) -> list[Fraction]:
+    """B_0 .. B_n (B_1 = -1/2), by the Akiyama-Tanigawa recurrence's equivalent sum."""
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return b
+
+
+# tanh x = x (1 + sum c_k x^(2k)), c_k from the Bernoulli numbers; used for |x| < _TANH_SERIES,
+# where 1 - e^(-2|x|) would cancel (the terms fall by about (x / (pi/2))^2 each).
+_TANH_SERIES = 0.25
+_TANH = [float(Fraction(2 ** (2 * n) * (2 ** (2 * n) - 1), math.factorial(2 * n)) * _bernoulli(2 * n)[2 * n])
+         for n in range(2, 15)]
+
+
+@_quiet
+def tanh(x: Array) -> Array:
+    """Hyperbolic tangent: sign(x) (1 - t) / (1 + t) with t = `exp`(-2|x|), and its Taylor series
+    below |x| = 1/4, where 1 - t would cancel."""
+    xp, a, back = _prepare(x)
+    ax = xp.abs(a)
+    t = exp(-2.0 * ax)
+    far = (1.0 - t) / (1.0 + t)
+    z = ax * ax
+    near = ax + ax * z * _horner(z, _TANH)
+    out = xp.where(ax < _TANH_SERIES, near, far)
+    out = xp.where(_sign_bit(xp, a), -out, out)
+    return back(xp.where(a != a, a, out))
+
+
+@_quiet
+def asin(x: Array) -> Array:
+    """Arcsine on [-1, 1] (nan outside, and for nan): `atan2`(x, sqrt((1 - x)(1 + x))), the
+    product form keeping 1 - x^2 accurate near |x| = 1. It ends in the namespace's sqrt, as `hypot`."""
+    xp, a, back = _prepare(x)
+    inside = xp.abs(a) <= 1.0  # False for nan too
+    c = xp.where(inside, a, 0.0)
+    out = atan2(c, xp.sqrt((1.0 - c) * (1.0 + c)))
+    return back(xp.where(inside, out, math.nan))
 
 
 _SPLITTER = 134217729.0  # 2^27 + 1: Veltkamp's split of a double into two 26-bit halves

@@ -43,6 +43,11 @@ CASES = {
     "sin": (P.sin, mpmath.sin, [np.concatenate([_golden(8000, -100, 100), [0.0, np.pi, -np.pi / 2]])], 1.0),
     "cos": (P.cos, mpmath.cos, [np.concatenate([_golden(8000, -100, 100), [0.0, np.pi, -np.pi / 2]])], 1.0),
     "atan2": (P.atan2, mpmath.atan2, [_golden(8000, -5, 5), _golden(8000, -3, 7)[::-1]], 2.0),
+    "tanh": (P.tanh, mpmath.tanh, [np.concatenate([_golden(8000, -6, 6), _golden(2000, -0.3, 0.3),
+                                                 [0.0, 30.0, -30.0, 1e-300, 0.25, -0.25,
+                                                  np.nextafter(0.25, 0)]])], 2.0),
+    "asin": (P.asin, mpmath.asin, [np.concatenate([_golden(8000, -1, 1), 1 - 2.0 ** -np.arange(1, 50),
+                                                 [0.0, 1.0, -1.0, 0.5]])], 2.0),
 }
 
 
@@ -61,6 +66,13 @@ def test_sin_cos_stay_within_two_ulps_up_to_1e5() -> None:
     s, c = P.sincos(x)
     assert _ulps(s, _reference(mpmath.sin, x)).max() <= 2.0
     assert _ulps(c, _reference(mpmath.cos, x)).max() <= 2.0
+
+
+def test_asin_and_tanh_at_the_edges_of_their_domains() -> None:
+    np.testing.assert_array_equal(P.tanh(np.array([np.inf, -np.inf, -0.0, 800.0])), [1.0, -1.0, -0.0, 1.0])
+    assert np.isnan(P.tanh(np.array([np.nan]))).all()
+    np.testing.assert_array_equal(P.asin(np.array([1.0, -1.0, -0.0])), [np.pi / 2, -np.pi / 2, -0.0])
+    assert np.isnan(P.asin(np.array([1.0 + 2**-52, -2.0, np.nan, np.inf]))).all()
 
 
 def test_special_values_are_numpys() -> None:
@@ -98,7 +110,7 @@ def test_numpy_and_torch_give_the_same_bits(dtype) -> None:
     y = _golden(10000, -3, 3).astype(dtype)[::-1].copy()
     for name, function, args in [("log", P.log, (np.abs(x) + dtype(1e-3),)), ("exp", P.exp, (x,)),
                                  ("sin", P.sin, (x,)), ("cos", P.cos, (x,)), ("atan2", P.atan2, (y, x)),
-                                 ("fma", P.fma, (x, y, x))]:
+                                 ("fma", P.fma, (x, y, x)), ("tanh", P.tanh, (x,))]:
         host = function(*args)
         device = function(*(torch.from_numpy(a) for a in args)).numpy()
         assert host.dtype == device.dtype == dtype, name

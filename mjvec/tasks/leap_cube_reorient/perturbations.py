@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mjvec import portable
 from mjvec.tasks.leap_cube_reorient.config import LeapCubeReorientConfig
 from mjvec.xp import Rows, namespace_of
 
@@ -65,7 +66,7 @@ class LeapPerturbations:
             d = xp.astype(rng.normal(rows, "pert/direction", (6,)), self.direction.dtype)
             rows.put(self.direction, d / xp.linalg.vector_norm(d, axis=1, keepdims=True))
         duration = xp.astype(self.duration, elapsed.dtype)
-        shape = 0.5 * xp.sin(math.pi * elapsed / duration)
+        shape = 0.5 * portable.sin(math.pi * elapsed / duration)
         scale = shape * mass / (duration * control_dt) * xp.astype(active, elapsed.dtype)
         return scale[:, None] * self.velocity * self.direction
 

@@ -12,6 +12,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from mjvec import portable
 from mjvec.errors import ConfigError
 from mjvec.rotations import quat_conj, quat_mul
 from mjvec.tasks.leap_cube_reorient import scene as leap_scene
@@ -123,7 +124,7 @@ def orientation_error(cube_quat: Array, goal_quat: Array) -> Array:
     """(N,) the angle (rad) between the cube's and the goal's orientations: 2 asin(|vec(q_c q_g^-1)|)."""
     xp = namespace_of(cube_quat)
     diff = normalize(quat_mul(cube_quat, quat_conj(goal_quat)))
-    return 2.0 * xp.asin(xp.clip(xp.linalg.vector_norm(diff[:, 1:], axis=-1), max=1.0))
+    return 2.0 * portable.asin(xp.clip(xp.linalg.vector_norm(diff[:, 1:], axis=-1), max=1.0))
 
 
 def terminated(qpos: Array, qvel: Array, sensordata: Array, idx: LeapIndices) -> Array:
@@ -169,5 +170,6 @@ def spin_goal(goal_quat: Array, spin: Array, dt: float) -> Array:
     n = xp.linalg.vector_norm(spin, axis=-1, keepdims=True)
     axis = spin / (n + 1e-6 * xp.astype(n == 0.0, n.dtype))
     half = 0.5 * dt * n
-    step = xp.concat([xp.cos(half), axis * xp.sin(half)], axis=-1)
+    sin, cos = portable.sincos(half)
+    step = xp.concat([cos, axis * sin], axis=-1)
     return normalize(quat_mul(goal_quat, step))

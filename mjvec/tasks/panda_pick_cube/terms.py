@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from mjvec import portable
 from mjvec.contract import layout_size
 from mjvec.rotations import quat_to_mat_mj
 from mjvec.tasks.panda_pick_cube.config import PandaPickCubeConfig
@@ -79,10 +80,10 @@ def reward_terms(cfg: PandaPickCubeConfig, idx: PandaIndices, qpos: Array, xpos:
     reached = reached | (gripper_dist < cfg.reach_distance)
     floor = xp.any(sensordata[:, idx.floor_adr] > 0, axis=1)
     terms = {
-        "gripper_box": 1.0 - xp.tanh(5.0 * gripper_dist),
-        "box_target": (1.0 - xp.tanh(5.0 * (0.9 * pos_err + 0.1 * rot_err))) * xp.astype(reached, qpos.dtype),
+        "gripper_box": 1.0 - portable.tanh(5.0 * gripper_dist),
+        "box_target": (1.0 - portable.tanh(5.0 * (0.9 * pos_err + 0.1 * rot_err))) * xp.astype(reached, qpos.dtype),
         "no_floor_collision": 1.0 - xp.astype(floor, qpos.dtype),
-        "robot_target_qpos": 1.0 - xp.tanh(_norm(qpos[:, idx.arm_qpos] - idx.home_arm)),
+        "robot_target_qpos": 1.0 - portable.tanh(_norm(qpos[:, idx.arm_qpos] - idx.home_arm)),
     }
     return terms, reached
 
