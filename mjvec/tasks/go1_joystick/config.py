@@ -5,19 +5,19 @@ raises `ConfigError` naming the field, the value and what is allowed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from mjvec.errors import ConfigError, is_int
 from mjvec.tasks.locomotion import CommandConfig, PushConfig
-from mjvec.tasks.locomotion.checks import real
+from mjvec.tasks.locomotion.checks import NoiseScalesBase, TermWeights, real
 
 __all__ = ["Go1JoystickConfig", "NoiseScales", "RewardScales"]
 
 
 @dataclass(frozen=True)
-class NoiseScales:
+class NoiseScales(NoiseScalesBase):
     """Half-widths of the uniform observation noise, per block (Playground's ``noise_config.scales``):
     joint angles (rad), joint velocities (rad/s), gyro (rad/s), gravity (unit vector), local linear
     velocity (m/s). The noise added is U(-1, 1) x level x scale."""
@@ -28,13 +28,9 @@ class NoiseScales:
     gravity: float = 0.05
     linvel: float = 0.1
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name), low=0.0))
-
 
 @dataclass(frozen=True)
-class RewardScales:
+class RewardScales(TermWeights):
     """The weight of each reward term (Playground's ``reward_config.scales``; 0 turns a term off).
     The reward is clip(sum of weight x term, 0, 1e4) x control_dt."""
 
@@ -54,14 +50,6 @@ class RewardScales:
     feet_height: float = -0.2
     feet_slip: float = -0.1
     feet_air_time: float = 0.1
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name)))
-
-    def as_dict(self) -> dict[str, float]:
-        """term name -> weight, in Playground's order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,16 @@ what is allowed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from mjvec.errors import ConfigError, is_int
-from mjvec.tasks.locomotion.checks import real, real_range, real_tuple
+from mjvec.tasks.locomotion.checks import NoiseScalesBase, TermWeights, real, real_range, real_tuple
 
 __all__ = ["LeapCubeReorientConfig", "LeapNoiseScales", "LeapRewardScales"]
 
 
 @dataclass(frozen=True)
-class LeapNoiseScales:
+class LeapNoiseScales(NoiseScalesBase):
     """Observation noise per block (Playground's ``obs_noise.scales``), each times the level:
     joint angles + U(-1, 1) x `joint_pos` rad, cube position + U(-1, 1) x `cube_pos` m, the cube's
     quaternion + N(0, 1) x `cube_ori` per component, then renormalised."""
@@ -24,13 +24,9 @@ class LeapNoiseScales:
     cube_pos: float = 0.02
     cube_ori: float = 0.1
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name), low=0.0))
-
 
 @dataclass(frozen=True)
-class LeapRewardScales:
+class LeapRewardScales(TermWeights):
     """The weight of each reward term (Playground's ``reward_config.scales``; 0 turns a term off).
     The reward is (sum of weight x term) x control_dt + success_reward x success (no clip)."""
 
@@ -41,14 +37,6 @@ class LeapRewardScales:
     action_rate: float = -0.001
     joint_vel: float = 0.0
     energy: float = -1e-3
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name)))
-
-    def as_dict(self) -> dict[str, float]:
-        """term name -> weight, in Playground's order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)

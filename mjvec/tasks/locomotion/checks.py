@@ -1,16 +1,19 @@
-"""Validation of the numbers a locomotion config holds: each check names the owner, the field, the
-value and what is allowed, and returns the value normalised (a float, a tuple of floats)."""
+"""Validation of the numbers a task config holds (the Playground tasks': locomotion and
+manipulation): each check names the owner, the field, the value and what is allowed, and returns
+the value normalised (a float, a tuple of floats); `TermWeights` and `NoiseScalesBase` are the
+frozen bases of their weight and noise tables."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from mjvec.errors import ConfigError
 
-__all__ = ["real", "real_range", "real_tuple"]
+__all__ = ["NoiseScalesBase", "TermWeights", "real", "real_range", "real_tuple"]
 
 
 def real(owner: str, name: str, value: Any, *, low: float | None = None, high: float | None = None,
@@ -41,3 +44,27 @@ def real_range(owner: str, name: str, value: Any, **bounds: Any) -> tuple[float,
     if low > high:
         raise ConfigError(f"{owner}.{name} must be (low, high) with low <= high, got {value!r}")
     return low, high
+
+
+@dataclass(frozen=True)
+class TermWeights:
+    """Base of a frozen table of reward-term weights (subclasses declare one float field per term):
+    every field a finite real number (ConfigError naming the class and the field otherwise)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name)))
+
+    def as_dict(self) -> dict[str, float]:
+        """term name -> weight, in the order the fields are declared."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class NoiseScalesBase:
+    """Base of a frozen table of observation-noise scales (one float field per block): every field
+    a finite real number >= 0 (ConfigError naming the class and the field otherwise)."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name), low=0.0))

@@ -7,16 +7,16 @@ inline. A variant is ``dataclasses.replace(PandaPickCubeConfig(), ...)``; a bad 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from mjvec.errors import ConfigError, is_int
-from mjvec.tasks.locomotion.checks import real, real_range
+from mjvec.tasks.locomotion.checks import TermWeights, real, real_range
 
 __all__ = ["PandaPickCubeConfig", "RewardScales"]
 
 
 @dataclass(frozen=True)
-class RewardScales:
+class RewardScales(TermWeights):
     """The weight of each reward term (Playground's ``reward_config.scales``; 0 turns a term off).
     The reward is clip(sum of weight x term, -1e4, 1e4), not scaled by the control step."""
 
@@ -24,14 +24,6 @@ class RewardScales:
     box_target: float = 8.0
     no_floor_collision: float = 0.25
     robot_target_qpos: float = 0.3
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name)))
-
-    def as_dict(self) -> dict[str, float]:
-        """term name -> weight, in Playground's order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
