@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mjvec.errors import ConfigError, is_int
+from mjvec.errors import ConfigError
 from mjvec.tasks.locomotion import CommandConfig, PushConfig
-from mjvec.tasks.locomotion.checks import NoiseScalesBase, TermWeights, real
+from mjvec.tasks.locomotion.checks import NoiseScalesBase, TermWeights, episode_timing, real
 
 __all__ = ["Go1JoystickConfig", "NoiseScales", "RewardScales"]
 
@@ -96,15 +96,8 @@ class Go1JoystickConfig:
             object.__setattr__(self, name, real(owner, name, getattr(self, name), low=0.0))
         object.__setattr__(self, "soft_joint_pos_limit_factor", real(
             owner, "soft_joint_pos_limit_factor", self.soft_joint_pos_limit_factor, low=0.0, high=1.0))
-        if not is_int(self.episode_length) or self.episode_length < 1:
-            raise ConfigError(f"{owner}.episode_length must be an int >= 1, got {self.episode_length!r}")
-        object.__setattr__(self, "episode_length", int(self.episode_length))
-        ratio = self.ctrl_dt / self.sim_dt
-        if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
-            raise ConfigError(
-                f"{owner}: ctrl_dt / sim_dt must be a whole number of substeps >= 1, got {self.ctrl_dt} / "
-                f"{self.sim_dt} = {ratio:.6g}"
-            )
+        object.__setattr__(self, "episode_length", episode_timing(owner, self.episode_length, self.ctrl_dt,
+                                                                  self.sim_dt))
         for name, kind in (("noise_scales", NoiseScales), ("reward_scales", RewardScales),
                            ("commands", CommandConfig), ("pushes", PushConfig)):
             if not isinstance(getattr(self, name), kind):

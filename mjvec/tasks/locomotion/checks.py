@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from mjvec.errors import ConfigError
+from mjvec.errors import ConfigError, is_int
 
-__all__ = ["NoiseScalesBase", "TermWeights", "real", "real_range", "real_tuple"]
+__all__ = ["NoiseScalesBase", "TermWeights", "episode_timing", "real", "real_range", "real_tuple"]
 
 
 def real(owner: str, name: str, value: Any, *, low: float | None = None, high: float | None = None,
@@ -68,3 +68,17 @@ class NoiseScalesBase:
     def __post_init__(self) -> None:
         for f in fields(self):
             object.__setattr__(self, f.name, real(type(self).__name__, f.name, getattr(self, f.name), low=0.0))
+
+
+def episode_timing(owner: str, episode_length: Any, ctrl_dt: float, sim_dt: float) -> int:
+    """`episode_length` as an int >= 1, checked with the timing: ctrl_dt / sim_dt must be a whole
+    number of substeps >= 1. ConfigError naming `owner` otherwise."""
+    if not is_int(episode_length) or episode_length < 1:
+        raise ConfigError(f"{owner}.episode_length must be an int >= 1, got {episode_length!r}")
+    ratio = ctrl_dt / sim_dt
+    if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+        raise ConfigError(
+            f"{owner}: ctrl_dt / sim_dt must be a whole number of substeps >= 1, got {ctrl_dt} / "
+            f"{sim_dt} = {ratio:.6g}"
+        )
+    return int(episode_length)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from mjvec.errors import ConfigError, is_int
-from mjvec.tasks.locomotion.checks import TermWeights, real, real_range
+from mjvec.errors import ConfigError
+from mjvec.tasks.locomotion.checks import TermWeights, episode_timing, real, real_range
 
 __all__ = ["PandaPickCubeConfig", "RewardScales"]
 
@@ -69,15 +69,8 @@ class PandaPickCubeConfig:
         for name in ("box_xy_range", "target_xy_range"):
             object.__setattr__(self, name, real(owner, name, getattr(self, name), low=0.0))
         object.__setattr__(self, "target_z_range", real_range(owner, "target_z_range", self.target_z_range))
-        if not is_int(self.episode_length) or self.episode_length < 1:
-            raise ConfigError(f"{owner}.episode_length must be an int >= 1, got {self.episode_length!r}")
-        object.__setattr__(self, "episode_length", int(self.episode_length))
-        ratio = self.ctrl_dt / self.sim_dt
-        if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
-            raise ConfigError(
-                f"{owner}: ctrl_dt / sim_dt must be a whole number of substeps >= 1, got {self.ctrl_dt} / "
-                f"{self.sim_dt} = {ratio:.6g}"
-            )
+        object.__setattr__(self, "episode_length", episode_timing(owner, self.episode_length, self.ctrl_dt,
+                                                                  self.sim_dt))
         if not isinstance(self.reward_scales, RewardScales):
             raise ConfigError(
                 f"{owner}.reward_scales must be a RewardScales, got {type(self.reward_scales).__name__}")
