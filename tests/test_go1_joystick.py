@@ -14,6 +14,7 @@ agree, the unconverged solve does not. Both are asserted below. The task layer o
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -26,12 +27,16 @@ from mjvec.backends.registry import make_backend
 from mjvec.envs.registry import get_task
 from mjvec.errors import ConfigError, UnknownOptionError
 from mjvec.tasks.go1_joystick import ENV_ID, Go1JoystickConfig, NoiseScales, RewardScales
+from mjvec.tasks.go1_joystick.observations import POLICY_LAYOUT
 from mjvec.tasks.go1_joystick.presets import PAPER_TERMS
 from mjvec.tasks.go1_joystick.scene import scene_spec
 from mjvec.tasks.locomotion import CommandConfig, PushConfig
 from tests.devices import np_of
 
 QUIET = Go1JoystickConfig(noise_level=0.0)
+
+
+POLICY_BLOCKS = tuple((name, sum(w for _, w in POLICY_LAYOUT[:i])) for i, (name, _) in enumerate(POLICY_LAYOUT))
 
 
 def _make(n: int = 4, **kw):
@@ -302,3 +307,48 @@ def test_the_locomotion_records_refuse_a_config_of_another_kind() -> None:
         CommandState.create(PushConfig(), 0.02, zeros, np.float64, np.int64)
     with pytest.raises(ConfigError, match=r"pushes must be a PushConfig, got CommandConfig"):
         PushState.create(CommandConfig(), 0.02, zeros, np.float64, np.int64)
+
+
+def test_set_command_holds_a_command_that_the_reward_tracks_and_the_observation_shows() -> None:
+    """Oracle: the tracking terms recomputed from the step's measured velocity and the set command
+    (Playground's formulas, in plain Python floats); the other envs keep their drawn commands."""
+    cfg = Go1JoystickConfig(commands=CommandConfig(mean_resample_s=1e6))
+    env = _make(6, config=cfg)
+    env.reset(seed=3)
+    base = env.unwrapped
+    drawn = np.array(base.commands.command)
+    held = np.array([[1.2, -0.3, 0.7], [-0.5, 0.0, -1.1]])
+    base.set_command(held, env_ids=[1, 4])
+    start = dict(POLICY_BLOCKS)["command"]
+    for _ in range(3):
+        obs, _, _, _, info = env.step(np.zeros((6, 12)))
+        np.testing.assert_array_equal(info["command"][[1, 4]], held)
+        np.testing.assert_array_equal(info["command"][[0, 2, 3, 5]], drawn[[0, 2, 3, 5]])
+        np.testing.assert_allclose(obs[[1, 4], start:start + 3], held, rtol=0, atol=1e-7)
+        vel = info["velocity"]
+        for row, cmd in zip((1, 4), held, strict=True):
+            lin = math.exp(-((cmd[0] - vel[row, 0]) ** 2 + (cmd[1] - vel[row, 1]) ** 2) / cfg.tracking_sigma)
+            ang = math.exp(-((cmd[2] - vel[row, 2]) ** 2) / cfg.tracking_sigma)
+            assert info["reward_terms"]["tracking_lin_vel"][row] == pytest.approx(
+                cfg.reward_scales.tracking_lin_vel * lin, rel=1e-12)
+            assert info["reward_terms"]["tracking_ang_vel"][row] == pytest.approx(
+                cfg.reward_scales.tracking_ang_vel * ang, rel=1e-12)
+    base.set_command([0.4, 0.1, 0.0])  # (3,): every env
+    _, _, _, _, info = env.step(np.zeros((6, 12)))
+    np.testing.assert_array_equal(info["command"], np.tile([0.4, 0.1, 0.0], (6, 1)))
+
+
+@pytest.mark.parametrize(("command", "env_ids", "match"), [
+    ([1.0, 0.0], None, r"command must be finite, of shape \(3,\) or \(4, 3\) .*got shape \(2,\)"),
+    ([[1.0, 0.0, 0.0]] * 3, [0, 1], r"of shape \(3,\) or \(2, 3\) .*got shape \(3, 3\)"),
+    ([np.nan, 0.0, 0.0], None, r"got shape \(3,\) with non-finite values"),
+    ([1.0, 0.0, 0.0], [0, 4], r"env_ids must be distinct ints in \[0, 4\), got \[0, 4\]"),
+    ([1.0, 0.0, 0.0], [1, 1], r"env_ids must be distinct ints"),
+])
+def test_set_command_refuses_bad_commands_and_ids(command, env_ids, match) -> None:
+    env = _make(4)
+    env.reset(seed=0)
+    before = np.array(env.unwrapped.commands.command)
+    with pytest.raises(ConfigError, match=match):
+        env.unwrapped.set_command(command, env_ids=env_ids)
+    np.testing.assert_array_equal(env.unwrapped.commands.command, before)  # refused: nothing moved

@@ -35,6 +35,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from mjvec.contract import layout_size
+from mjvec.envs.arrays import to_numpy
 from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
@@ -187,6 +188,26 @@ class Go1JoystickEnv(MjVecEnv, VectorEnv):
         rows.put(self.shown.air_time, 0.0)
         rows.put(self.shown.noise, 0.0)
         self._draw_noise(rows, "obs_noise/reset")
+
+    # ---- steering -----------------------------------------------------------------------------
+    def set_command(self, command: Any, env_ids: Any = None) -> None:
+        """Give the envs `env_ids` (local ids, host ints; None: every env) the velocity command
+        `command`: (3,) for all of them or (K, 3) one row each, lin x and lin y in m/s and the yaw
+        rate in rad/s, finite (the config's sampling ranges do not bound it). It is the command in
+        force from now on: the next step's reward tracks it and the observation that step returns
+        shows it. The resampling timers go on (`CommandConfig.mean_resample_s`; a long mean holds
+        the command) and a reset draws a new command. For steering and for evaluating tracking."""
+        ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids).reshape(-1)
+        if ids.dtype.kind not in "iu" or ids.size != np.unique(ids).size or ((ids < 0) | (ids >= self.num_envs)).any():
+            raise ConfigError(f"set_command: env_ids must be distinct ints in [0, {self.num_envs}), got {env_ids!r}")
+        values = np.asarray(to_numpy(command), dtype=np.float64)
+        if values.shape not in ((3,), (ids.size, 3)) or not np.isfinite(values).all():
+            raise ConfigError(f"set_command: command must be finite, of shape (3,) or ({ids.size}, 3) "
+                              f"(lin x, lin y, yaw rate per env), got shape {values.shape}"
+                              + ("" if np.isfinite(values).all() else " with non-finite values"))
+        full = np.array(to_numpy(self.commands.command), dtype=np.float64)
+        full[ids] = values
+        self.commands.command[...] = self.asarray(full, self.commands.command.dtype)
 
     def _reset_info(self, rows: Rows) -> dict[str, Any]:
         """At reset: each env's command."""
