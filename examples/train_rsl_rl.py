@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ except ImportError as _error:
     print(missing_extra("train", _error, "examples/train_rsl_rl.py"), file=sys.stderr)
     raise SystemExit(2) from None
 
+CHUNK = 5  # iterations per runner.learn call under --time-limit-s (each call ends with a checkpoint)
 # Each task's trainer configs sit beside it, in mjvec/tasks/<task>/agents/.
 TASKS = Path(__file__).parents[1] / "mjvec" / "tasks"
 GO1 = ("playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0")
@@ -85,6 +87,10 @@ class Args:
     """None: out/rsl_rl/<env id>"""
     torch_threads: int = 1
     """torch intra-op threads on the CPU (the simulator has its own pool)"""
+    init_std: float | None = None
+    """the policy's initial action std (None: the config's)"""
+    time_limit_s: float | None = None
+    """stop at the first chunk of CHUNK iterations that ends past this many seconds (None: none)"""
 
 
 def env_options(args: Args) -> dict[str, Any]:
@@ -105,6 +111,8 @@ def main(args: Args) -> Path:
     train_cfg = config["train"]
     if args.num_steps_per_env is not None:
         train_cfg["num_steps_per_env"] = args.num_steps_per_env
+    if args.init_std is not None:
+        train_cfg["actor"]["distribution_cfg"]["init_std"] = args.init_std
     options = env_options(args)
     env = gym.make_vec(args.env_id, num_envs=args.num_envs, autoreset_mode="same_step", **options)
     venv = RslRlVecEnv(env, seed=args.seed, log_keys=config.get("log_keys", ()),
@@ -112,7 +120,13 @@ def main(args: Args) -> Path:
     log_dir = args.log_dir or Path("out/rsl_rl") / args.env_id
     runner = OnPolicyRunner(venv, train_cfg, log_dir=str(log_dir), device=args.device)
     save_run_config(log_dir, venv, runner.cfg, {k: v for k, v in options.items() if k != "device"})
-    runner.learn(args.max_iterations, init_at_random_ep_len=args.init_at_random_ep_len)
+    start, done = time.perf_counter(), 0
+    while done < args.max_iterations:
+        chunk = args.max_iterations - done if args.time_limit_s is None else min(CHUNK, args.max_iterations - done)
+        runner.learn(chunk, init_at_random_ep_len=args.init_at_random_ep_len and done == 0)
+        done += chunk
+        if args.time_limit_s is not None and time.perf_counter() - start > args.time_limit_s:
+            break
     venv.close()
     last = log_dir / f"model_{runner.current_learning_iteration}.pt"
     print(f"wrote {last}; evaluate it with: python -m mjvec eval --checkpoint {last}")
