@@ -209,3 +209,27 @@ def test_train_rsl_rl_knows_a_config_beside_every_task_that_ships_one():
         assert path.is_file(), env_id
         assert "train" in yaml.safe_load(path.read_text()), path
     assert set(module.TASK_CONFIG) <= set(gym.registry)
+
+
+def test_train_rsl_rl_time_limit_stops_after_a_chunk_and_init_std_sets_the_policy_spread(tmp_path):
+    """--time-limit-s 0: one chunk of CHUNK iterations runs, then the loop stops (max_iterations
+    would allow more); --init-std: the first checkpoint's policy std (one update after the start)
+    is near that value, not the config's."""
+    import importlib.util
+    import sys
+
+    import torch
+
+    from tests.policy_files import ROOT
+
+    spec = importlib.util.spec_from_file_location("train_rsl_rl_limit", ROOT / "examples" / "train_rsl_rl.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    last = module.main(module.Args(env_id="CubeRotate-v0", num_envs=8, max_iterations=50, num_steps_per_env=4,
+                                   option=["num_cubes=2"], log_dir=tmp_path, time_limit_s=0.0, init_std=0.25))
+    assert last == tmp_path / f"model_{module.CHUNK - 1}.pt"
+    assert not (tmp_path / f"model_{module.CHUNK}.pt").exists()
+    first = torch.load(tmp_path / "model_0.pt", map_location="cpu", weights_only=False)
+    std = first["actor_state_dict"]["distribution.std_param"]
+    assert torch.allclose(std, torch.full_like(std, 0.25), rtol=0.1)
