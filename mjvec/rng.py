@@ -16,6 +16,15 @@ the host wherever the device's sqrt is correctly rounded (CUDA's is; torch 2.13'
 words of every env and advances the counters of the masked ones only: an env's numbers never
 depend on which others were selected.
 
+Draw-ahead. A stream drawn for every env with the same request at consecutive calls (the per-step
+noise of a randomization wrapper) is served from a block: one call computes the next k requests'
+numbers at once (the same words, so the same numbers, since a number depends only on its counter)
+and the following calls hand them out. Any other use of that stream first moves its counters back
+to what the served calls consumed, and `seed` does so for every stream, so what any call returns,
+and every counter a later call starts from, are those of drawing one request at a time. Blocks
+exist where arrays are small (k x envs x words per request <= `AHEAD_WORDS`), where a numpy call's
+fixed cost dominates: there they cut the per-step cost of the draws' float transforms.
+
 The generator is splitmix64 over a 64-bit key and a per-(env, stream) counter: statistically
 adequate for simulation noise (it passes BigCrush as a counter-mode generator) and not
 cryptographic.
@@ -42,6 +51,10 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 _TWO_POW_M32 = 1.0 / 4294967296.0
 _TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
+# Words per draw-ahead block at most (all envs, all requests of the block), and requests per block
+# at most: beyond that size a numpy call's fixed cost no longer matters.
+AHEAD_WORDS = 1 << 16
+AHEAD_REQUESTS = 32
 
 
 def _signed(value: np.uint64) -> int:
@@ -123,6 +136,8 @@ class EnvRandom:
         self._counters: dict[str, Any] = {}
         self._device_steps: dict[int, Any] = {}
         self._refusal: str | None = None
+        self._blocks: dict[str, _Block] = {}  # draw-ahead: a stream's next requests
+        self._last: dict[str, tuple | None] = {}  # each stream's last request key (every env), else None
         self.seed(seed)
 
     @contextlib.contextmanager
@@ -161,6 +176,8 @@ class EnvRandom:
         one int per selected env, or None for fresh OS entropy.
         """
         ids = np.arange(self.num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.int64)
+        for stream in list(self._blocks):  # the other envs' counters must be their true ones
+            self._rewind(stream)
         if seed is None:
             seeds = np.full(ids.size, np.random.SeedSequence().entropy % (1 << 63), dtype=np.uint64)
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
@@ -187,51 +204,94 @@ class EnvRandom:
     def _rows(self, rows: Rows | np.ndarray) -> Rows:
         return rows if isinstance(rows, Rows) else Rows.of_ids(rows, self.num_envs)
 
-    def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
-        """(rows, count) raw random words (uint64 on the host, int64 with the same bits on a device);
-        advances each selected env's counter on `stream` by count."""
+    # ---- draw-ahead (see the module docstring) --------------------------------------------------
+    def _rewind(self, stream: str) -> None:
+        """Drop `stream`'s block: its counters go back to what the served requests consumed."""
+        block = self._blocks.pop(stream, None)
+        if block is not None and block.used < block.size:
+            unused = (block.size - block.used) * block.words
+            counters = self._counters[stream]
+            counters -= np.uint64(unused) if self._host else unused
+
+    def _draw(self, rows: Rows | np.ndarray, stream: str, key: tuple | None, words: int,
+              compute: Any) -> Any:
+        """One request's numbers, from `stream`'s block where one serves it. compute(rows, k):
+        (rows, k, ...) the numbers of k consecutive requests (counters advanced by k x words);
+        key: what the request's numbers depend on besides the counter (None: never blocked)."""
         if self._refusal is not None:
             raise ConfigError(self._refusal)
         rows = self._rows(rows)
+        every = rows.everything and key is not None
+        block = self._blocks.get(stream)
+        if block is not None:
+            if every and block.key == key and block.used < block.size:
+                block.used += 1
+                return _copy(block.values[:, block.used - 1])
+            self._rewind(stream)
+        size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if every else 1
+        if size > 1 and self._last.get(stream) == key:
+            values = compute(rows, size)
+            self._blocks[stream] = _Block(key, values, words, size)
+            return _copy(values[:, 0])
+        self._last[stream] = key if every else None
+        return compute(rows, 1)[:, 0]
+
+    # ---- draws --------------------------------------------------------------------------------
+    def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
+        """(rows, count) raw random words (uint64 on the host, int64 with the same bits on a device);
+        advances each selected env's counter on `stream` by count."""
+        return self._draw(rows, stream, None, count, lambda r, k: self._words(r, stream, count, k))
+
+    def _words(self, rows: Rows, stream: str, count: int, k: int = 1) -> Any:
+        """(rows, k, count): the words of k consecutive requests of `count` words."""
         counters = self._counters.get(stream)
         if counters is None:
             counters = self._counters[stream] = self._zeros()
+        total = k * count
         if self._host:
             ids = rows.host_ids()
             start = counters[ids]
-            counters[ids] = start + np.uint64(count)
+            counters[ids] = start + np.uint64(total)
             with np.errstate(over="ignore"):
                 # splitmix64 of (key + counter * golden): the state at this env's first counter, plus
                 # the per-word increments, then the finalizer in place.
                 base = (self._keys[ids] ^ _stream_tag(stream)) + start * _GOLDEN
-                return _mix_inplace(base[:, None] + _golden_steps(count)[None, :])
+                return _mix_inplace(base[:, None] + _golden_steps(total)[None, :]).reshape(-1, k, count)
         xp = self._xp
-        steps = self._device_steps.get(count)
+        steps = self._device_steps.get(total)
         if steps is None:
-            steps = self._device_steps[count] = xp.asarray(_golden_steps(count).view(np.int64).copy(),
+            steps = self._device_steps[total] = xp.asarray(_golden_steps(total).view(np.int64).copy(),
                                                            device=self._device)
         if rows.dense:
             base = (self._keys ^ _signed(_stream_tag(stream))) + counters * _signed(_GOLDEN)
-            counters += xp.astype(rows.mask, xp.int64) * count
+            counters += xp.astype(rows.mask, xp.int64) * total
         else:
             index = xp.asarray(rows.ids, device=self._device)
             start = counters[index]
             base = (self._keys[index] ^ _signed(_stream_tag(stream))) + start * _signed(_GOLDEN)
-            counters[index] = start + count
-        return _mix_signed(base[:, None] + steps[None, :])
+            counters[index] = start + total
+        return xp.reshape(_mix_signed(base[:, None] + steps[None, :]), (-1, k, count))
 
     def uniform(self, rows: Rows | np.ndarray, stream: str, low: Any = 0.0, high: Any = 1.0,
                 shape: tuple[int, ...] = ()) -> Any:
         """(rows, *shape) float64 uniform in [low, high); low/high broadcast against shape."""
-        w = self.bits(rows, stream, _size(shape))
+        key = ("uniform", shape, float(low), float(high)) if _scalar(low) and _scalar(high) else None
+        return self._draw(rows, stream, key, _size(shape), lambda r, k: self._uniforms(r, stream, low, high, shape, k))
+
+    def _uniforms(self, rows: Rows, stream: str, low: Any, high: Any, shape: tuple[int, ...], k: int) -> Any:
+        # One request (k = 1) keeps its own shape while low/high broadcast against it: they may
+        # be per-row arrays; a block (k > 1) has scalar bounds.
+        w = self._words(rows, stream, _size(shape), k)
+        tail = (-1, k, *shape) if k > 1 else (-1, *shape)
         if self._host:
-            u = (w >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53
-            u = u.reshape(-1, *shape)
-            return np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
-        xp = self._xp
-        u = xp.reshape(xp.astype(_shr(w, 11), xp.float64) * _TWO_POW_M53, (-1, *shape))
-        low, high = (xp.asarray(v, dtype=xp.float64, device=self._device) for v in (low, high))
-        return low + (high - low) * u
+            u = ((w >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53).reshape(tail)
+            out = np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
+        else:
+            xp = self._xp
+            u = xp.reshape(xp.astype(_shr(w, 11), xp.float64) * _TWO_POW_M53, tail)
+            low, high = (xp.asarray(v, dtype=xp.float64, device=self._device) for v in (low, high))
+            out = low + (high - low) * u
+        return out if k > 1 else out[:, None]
 
     def log_uniform(self, rows: Rows | np.ndarray, stream: str, low: float, high: float,
                     shape: tuple[int, ...] = ()) -> Any:
@@ -249,21 +309,28 @@ class EnvRandom:
         transforms run in float64 with `mjvec.portable`'s log and sincos (the same bits on every
         CPU and in both namespaces); dtype np.float32 rounds the result once.
         """
+        words = (_size(shape) + 1) // 2
+        key = ("normal", shape, np.dtype(dtype).str)
+        return self._draw(rows, stream, key, words, lambda r, k: self._normals(r, stream, shape, dtype, k))
+
+    def _normals(self, rows: Rows, stream: str, shape: tuple[int, ...], dtype: Any, k: int) -> Any:
         n = _size(shape)
-        w = self.bits(rows, stream, (n + 1) // 2)
+        words = (n + 1) // 2
         if self._host:
             xp, out_dtype = np, np.dtype(dtype)
+            w = self._words(rows, stream, words, k).reshape(-1, words)
             u1 = ((w >> np.uint64(32)).astype(np.float64) + 1.0) * _TWO_POW_M32
             angle = (w & np.uint64(0xFFFFFFFF)).astype(np.float64) * _TURN_PER_WORD
         else:
             xp = self._xp
             out_dtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+            w = xp.reshape(self._words(rows, stream, words, k), (-1, words))
             u1 = (xp.astype(_shr(w, 32), xp.float64) + 1.0) * _TWO_POW_M32
             angle = xp.astype(w & 0xFFFFFFFF, xp.float64) * _TURN_PER_WORD
         r = xp.sqrt(-2.0 * portable.log(u1))
         sin, cos = portable.sincos(angle)
-        z = xp.concat([r * cos, r * sin], axis=1)[:, :n]
-        return xp.reshape(xp.astype(z, out_dtype), (-1, *shape))
+        z = xp.concat([r * cos, r * sin], axis=1)[:, :n]  # each request's pairs, as one request draws them
+        return xp.reshape(xp.astype(z, out_dtype), (-1, k, *shape))
 
     def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
                  shape: tuple[int, ...] = ()) -> Any:
@@ -277,15 +344,19 @@ class EnvRandom:
                 return np.minimum(low + np.floor(u * span).astype(np.int64), high - 1)
             xp = self._xp
             return xp.clip(low + xp.astype(xp.floor(u * span), xp.int64), max=high - 1)
+        key = ("integers", shape, int(low), int(high))
+        return self._draw(rows, stream, key, _size(shape), lambda r, k: self._integers(r, stream, low, span, shape, k))
+
+    def _integers(self, rows: Rows, stream: str, low: int, span: int, shape: tuple[int, ...], k: int) -> Any:
         # floor(u * span) with u = the word's top 53 bits / 2^53, in exact integer arithmetic (the
         # product stays below 2^64): the float path's numbers in fewer passes.
-        w = self.bits(rows, stream, _size(shape))
+        w = self._words(rows, stream, _size(shape), k)
         if self._host:
             w >>= np.uint64(11)
             w *= np.uint64(span)
             w >>= np.uint64(53)
-            return (w.astype(np.int64) + low).reshape(-1, *shape)
-        return self._xp.reshape(_shr(_shr(w, 11) * span, 53) + low, (-1, *shape))
+            return (w.astype(np.int64) + low).reshape(-1, k, *shape)
+        return self._xp.reshape(_shr(_shr(w, 11) * span, 53) + low, (-1, k, *shape))
 
     def quaternion(self, rows: Rows | np.ndarray, stream: str) -> Any:
         """(rows, 4) uniformly random unit quaternions, wxyz (Shoemake's method)."""
@@ -296,6 +367,24 @@ class EnvRandom:
         sin_c, cos_c = portable.sincos(2 * np.pi * c)
         root_a, root_1a = xp.sqrt(a), xp.sqrt(1 - a)
         return xp.stack([root_a * cos_c, root_1a * sin_b, root_1a * cos_b, root_a * sin_c], axis=1)
+
+
+class _Block:
+    """A stream's drawn-ahead requests: values (rows, size, ...), `used` of them served."""
+
+    __slots__ = ("key", "size", "used", "values", "words")
+
+    def __init__(self, key: tuple, values: Any, words: int, size: int) -> None:
+        self.key, self.values, self.words, self.size, self.used = key, values, words, size, 1
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _copy(values: Any) -> Any:
+    """A contiguous copy (a caller may write into what a draw returns)."""
+    return values.copy() if isinstance(values, np.ndarray) else values.clone()
 
 
 def words_as_uint64(words: Any) -> np.ndarray:
