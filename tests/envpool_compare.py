@@ -13,6 +13,7 @@ have). A column constant on both sides is compared as a value instead, within `C
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -148,3 +149,16 @@ def as_observed(side: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     otherwise sit at two neighbouring numbers on the two sides, and the KS distance would count the
     atom's whole mass."""
     return {k: v.astype(np.float32) if k.endswith(("_state", "_privileged")) else v for k, v in side.items()}
+
+
+def count_rejected(ours: np.ndarray, theirs: np.ndarray, name: str, alpha: float = ALPHA) -> list[str]:
+    """A rare event's rate (a boolean column, e.g. a success at the first step: a few in 4,096 or
+    none, where the KS test's constant-on-one-side rule would misfire): the exact conditional test
+    of two binomial counts (given k = k_ours + k_theirs events, k_ours ~ Binomial(k, n_ours / (n_ours
+    + n_theirs)) when the rates are equal), two-sided, at `alpha`."""
+    k_a, k_b = int(np.count_nonzero(ours)), int(np.count_nonzero(theirs))
+    k, p = k_a + k_b, len(ours) / (len(ours) + len(theirs))
+    probs = [math.comb(k, i) * p ** i * (1 - p) ** (k - i) for i in range(k + 1)]
+    p_value = sum(q for q in probs if q <= probs[k_a] * (1 + 1e-9))
+    return [f"{name}: {k_a} of {len(ours)} vs EnvPool's {k_b} of {len(theirs)} (p = {p_value:.3g} < {alpha:g})"
+            ] if p_value < alpha else []
