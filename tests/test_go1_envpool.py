@@ -12,10 +12,11 @@ What is compared, as far as EnvPool's interface allows:
   critic layout), the action box [-1, 1]^12, and the reward-term names (EnvPool's ``reward_*`` infos
   = mjvec's ``info["reward_terms"]`` keys; both weighted: EnvPool's sum x ctrl_dt is its reward).
 - Distributions, with a two-sample Kolmogorov-Smirnov test per column at level `ALPHA` = 1e-6
-  (1e-3 over the about 1,000 columns compared, Bonferroni; critical distance 0.060; fixed seeds on
-  both sides, so the verdict is deterministic; the asymptotic critical value is conservative for
-  the atoms some columns have; measured: at most 0.039 on either task): 4,096 reset observations and privileged states
-  per side (EnvPool: 16 envs x 256 resets; mjvec: 4,096 envs), the reset commands and command timers,
+  (tests/envpool_compare.py; 1e-3 over the about 1,000 columns compared, Bonferroni; critical
+  distance 0.060; fixed seeds on both sides, so the verdict is deterministic; the asymptotic
+  critical value is conservative for the atoms some columns have; measured: at most 0.039 on either
+  task): 4,096 reset observations and privileged states per side (EnvPool: 16 envs x 256 resets;
+  mjvec: 4,096 envs), the reset commands and command timers,
   and the first step from a reset under two constant actions (zero, and 0.5 on every joint: the
   actuator forces then show the action scale and Kp), its observation, privileged state, reward and
   each weighted reward term. A column constant on both sides (the last action and kick blocks, the
@@ -37,8 +38,6 @@ is the state-for-state oracle (tests/test_go1_playground.py).
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
 from pathlib import Path
 
 import gymnasium as gym
@@ -53,77 +52,41 @@ from mjvec.tasks.go1_joystick.observations import CRITIC_LAYOUT, POLICY_LAYOUT
 from mjvec.tasks.go1_joystick.registration import ROUGH_ENV_ID
 from mjvec.tasks.go1_joystick.terms import REWARD_TERMS
 from mjvec.tasks.locomotion import CommandConfig
-from tests.playground_oracle import ks_critical, ks_statistic
+from tests import envpool_compare
+from tests.envpool_compare import POOL_KEYS, column_names, envpool_config, episode_ends, rejected, requires_envpool
 
-ROOT = Path(__file__).resolve().parents[1]
-ENVPOOL_PYTHON = ROOT / ".venv-envpool" / "bin" / "python"
-DRIVER = ROOT / "tests" / "envpool_driver.py"
-pytestmark = pytest.mark.skipif(not ENVPOOL_PYTHON.is_file(), reason=(
-    "EnvPool's environment is missing: run `bash scripts/setup_envpool.sh` (makes .venv-envpool with "
-    "envpool==1.2.5; scripts/test.sh runs it unless MJVEC_SKIP_ENVPOOL=1)"))
+pytestmark = requires_envpool
 
 TASKS = {ENV_ID: "MuJoCoPlayground/Go1JoystickFlatTerrain-v1",
          ROUGH_ENV_ID: "MuJoCoPlayground/Go1JoystickRoughTerrain-v1"}
 POOL_ENVS, ROUNDS, HORIZON, END_ENVS = 16, 256, 1001, 16
-# Per column: 1e-3 spread over the about 1,000 columns the module compares (Bonferroni), so that
-# equal distributions pass all of them with probability 0.999.
-ALPHA = 1e-6
 SAMPLES = POOL_ENVS * ROUNDS
 ACTIONS = {"zero": [0.0] * 12, "half": [0.5] * 12}
-CONSTANT_ATOL = 1e-5  # a column constant on both sides: float32 (mjvec) vs float64 (EnvPool) round-off
 
 
 def _column_names() -> tuple[list[str], list[str]]:
-    def names(layout: tuple[tuple[str, int], ...]) -> list[str]:
-        return [f"{block}[{i}]" for block, width in layout for i in range(width)]
-
-    return names(POLICY_LAYOUT), names(CRITIC_LAYOUT)
+    return column_names(POLICY_LAYOUT), column_names(CRITIC_LAYOUT)
 
 
 def run_envpool(task: str, folder: Path) -> dict[str, np.ndarray]:
     """EnvPool's side (tests/envpool_driver.py in .venv-envpool): see the driver's docstring."""
-    job = {"task": task, "num_envs": POOL_ENVS, "rounds": ROUNDS, "seed": 7, "actions": ACTIONS,
-           "horizon": HORIZON, "outputs": str(folder / "envpool.npz")}
-    (folder / "job.json").write_text(json.dumps(job))
-    done = subprocess.run([str(ENVPOOL_PYTHON), str(DRIVER), str(folder / "job.json")], capture_output=True,
-                          text=True, timeout=600, cwd=folder)
-    if done.returncode:
-        raise AssertionError(f"the EnvPool driver failed ({done.returncode}):\n{done.stderr[-6000:]}")
-    with np.load(folder / "envpool.npz") as data:
-        return {k: data[k] for k in data.files}
+    return envpool_compare.run_envpool({"task": task, "num_envs": POOL_ENVS, "rounds": ROUNDS, "seed": 7,
+                                        "actions": ACTIONS, "horizon": HORIZON,
+                                        "reset_infos": ["command", "steps_until_next_cmd"]}, folder)
+
+
+def _commands(env, info: dict) -> dict[str, np.ndarray]:
+    return {"reset_command": info["command"], "reset_steps_until_next_cmd": np.array(env.unwrapped.commands.steps_left)}
 
 
 def run_mjvec(env_id: str, config: Go1JoystickConfig | None = None, *, steps: bool = True) -> dict[str, np.ndarray]:
     """mjvec's side, under the driver's names: SAMPLES resets (seed 7), then per constant action a
     reset (seed 8, 9, ...) and one step; the episode ends of END_ENVS envs under zero actions."""
-    env = gym.make_vec(env_id, num_envs=SAMPLES, obs_mode="asymmetric", config=config, array_backend="numpy")
-    obs, info = env.reset(seed=7)
-    out = {"reset_state": obs["policy"], "reset_privileged": obs["critic"], "reset_command": info["command"],
-           "reset_steps_until_next_cmd": np.array(env.unwrapped.commands.steps_left)}
-    for k, (name, action) in enumerate(ACTIONS.items() if steps else ()):
-        env.reset(seed=8 + k)
-        obs, reward, _, _, info = env.step(np.tile(np.asarray(action, np.float32), (SAMPLES, 1)))
-        out |= {f"{name}_state": obs["policy"], f"{name}_privileged": obs["critic"], f"{name}_reward": reward}
-        terms = {t: v for t, v in info["reward_terms"].items() if not t.startswith("_")}  # "_x": Gymnasium's masks
-        out |= {f"{name}_reward_{term}": np.asarray(v) for term, v in terms.items()}
-        out[f"{name}_terms"] = np.array(sorted(terms))
-    env.close()
+    out = envpool_compare.run_mjvec(env_id, SAMPLES, ACTIONS, steps=steps, reset_extra=_commands,
+                                    obs_mode="asymmetric", config=config)
     if steps:
-        out["episode_end"], out["episode_truncated"] = _episode_ends(env_id)
+        out["episode_end"], out["episode_truncated"] = episode_ends(env_id, END_ENVS, HORIZON)
     return out
-
-
-def _episode_ends(env_id: str) -> tuple[np.ndarray, np.ndarray]:
-    env = gym.make_vec(env_id, num_envs=END_ENVS, array_backend="numpy")
-    env.reset(seed=3)
-    end, trunc = np.zeros(END_ENVS, np.int64), np.zeros(END_ENVS, bool)
-    zero = np.zeros((END_ENVS, 12), np.float32)
-    for t in range(1, HORIZON + 1):
-        _, _, terminated, truncated, _ = env.step(zero)
-        first = (end == 0) & (terminated | truncated)
-        end[first], trunc[first] = t, truncated[first] & ~terminated[first]
-    env.close()
-    return end, trunc
 
 
 @pytest.fixture(scope="module", params=list(TASKS))
@@ -134,33 +97,9 @@ def sides(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     return request.param, run_mjvec(request.param), run_envpool(TASKS[request.param], folder)
 
 
-def rejected(ours: np.ndarray, theirs: np.ndarray, names: list[str]) -> list[str]:
-    """The columns whose distributions differ: KS-rejected at ALPHA, or constant on one side only,
-    or constant on both at different values."""
-    ours, theirs = np.asarray(ours, np.float64).reshape(len(ours), -1), np.asarray(theirs, np.float64).reshape(
-        len(theirs), -1)
-    crit = ks_critical(len(ours), len(theirs), ALPHA)
-    out = []
-    for j, name in enumerate(names):
-        a, b = ours[:, j], theirs[:, j]
-        const_a, const_b = np.ptp(a) <= CONSTANT_ATOL, np.ptp(b) <= CONSTANT_ATOL
-        if const_a and const_b:
-            if abs(a[0] - b[0]) > CONSTANT_ATOL:
-                out.append(f"{name}: constant {a[0]:.6g} vs EnvPool's {b[0]:.6g}")
-        elif const_a or const_b:
-            out.append(f"{name}: constant on one side only (spread {np.ptp(a):.3g} vs EnvPool's {np.ptp(b):.3g})")
-        elif (d := ks_statistic(a, b)) > crit:
-            out.append(f"{name}: KS {d:.3f} > {crit:.3f} (mean {a.mean():.4g} vs {b.mean():.4g}, "
-                       f"std {a.std():.4g} vs {b.std():.4g})")
-    return out
-
-
 @pytest.mark.parametrize("task", list(TASKS.values()))
 def test_envpools_constants_equal_mjvecs_config(task: str) -> None:
-    spec = subprocess.run([str(ENVPOOL_PYTHON), "-c", "import envpool, json, sys; print(json.dumps(envpool.make_spec("
-                           "sys.argv[1]).config._asdict()))", task],
-                          capture_output=True, text=True, timeout=300, check=True)
-    theirs = json.loads(spec.stdout)
+    theirs = envpool_config(task)
     cfg, noise = Go1JoystickConfig(), NoiseScales()
     ours = {"ctrl_dt": cfg.ctrl_dt, "sim_dt": cfg.sim_dt, "kp": cfg.Kp, "kd": cfg.Kd, "action_scale": cfg.action_scale,
             "soft_joint_pos_limit_factor": cfg.soft_joint_pos_limit_factor, "noise_level": cfg.noise_level,
@@ -172,9 +111,7 @@ def test_envpools_constants_equal_mjvecs_config(task: str) -> None:
     ours |= {f"command_b{i}": b for i, b in enumerate(cfg.commands.keep_probability)}
     assert {k: theirs.get(k) for k in ours} == ours
     # Every constant of EnvPool's port is one of those (nothing left unchecked but the pool's own settings).
-    pool = {"num_envs", "batch_size", "num_threads", "max_num_players", "thread_affinity_offset", "base_path", "seed",
-            "env_seed", "gym_reset_return_info", "frame_stack", "task_name"}
-    assert set(theirs) - pool == set(ours)
+    assert set(theirs) - POOL_KEYS == set(ours)
 
 
 def test_interface_layouts_and_reward_terms_equal_envpools(sides) -> None:
