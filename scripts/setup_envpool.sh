@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-envpool: EnvPool 1.2.5, the C++ ports mjvec's playground/ tasks are compared with
-# (tests/test_go1_envpool.py) and benchmarked against (benchmarks/playground.py --envpool-python
+# (tests/test_{go1,leap,panda}_envpool.py) and benchmarked against (benchmarks/playground.py --envpool-python
 # .venv-envpool/bin/python).
 #   bash scripts/setup_envpool.sh        (scripts/test.sh runs it before the tests)
 # EnvPool is never a dependency of mjvec: it gets an environment of its own (nothing of mjvec is

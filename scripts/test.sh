@@ -10,7 +10,7 @@ bash scripts/setup.sh dev
 .venv/bin/ruff check mjvec tests examples benchmarks
 # MuJoCo Playground's own code, the oracle of tests/test_go1_playground.py (MJVEC_SKIP_PLAYGROUND=1 skips it).
 [ -n "${MJVEC_SKIP_PLAYGROUND:-}" ] || bash scripts/setup_playground.sh
-# EnvPool 1.2.5's C++ port of the Go1 tasks, compared in tests/test_go1_envpool.py (MJVEC_SKIP_ENVPOOL=1 skips it).
+# EnvPool 1.2.5's C++ ports of the Playground tasks, compared in tests/test_{go1,leap,panda}_envpool.py (MJVEC_SKIP_ENVPOOL=1 skips it).
 [ -n "${MJVEC_SKIP_ENVPOOL:-}" ] || bash scripts/setup_envpool.sh
 MUJOCO_GL=${MUJOCO_GL:-osmesa} .venv/bin/python -m pytest -q "$@"
 if [ -z "${MJVEC_SKIP_RL_GAMES:-}" ]; then
