@@ -127,6 +127,8 @@ def main(args: Args) -> Path:
         done += chunk
         if args.time_limit_s is not None and time.perf_counter() - start > args.time_limit_s:
             break
+        # rsl_rl leaves the counter at the chunk's last iteration: the next chunk's first is one on.
+        runner.current_learning_iteration += 1
     venv.close()
     last = log_dir / f"model_{runner.current_learning_iteration}.pt"
     print(f"wrote {last}; evaluate it with: python -m mjvec eval --checkpoint {last}")
