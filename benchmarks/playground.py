@@ -22,20 +22,23 @@ group of:
 - the CPU cores each side kept busy while timed (its process's CPU time / wall time, all threads).
 
 One group per T (not all sides at once, as gym_suite does): EnvPool builds one MjModel per env
-(about 48 MiB each on the Go1 scenes; the output's EnvPool peaks give each task's), so two EnvPool
-processes of 256 envs do not fit a small machine. EnvPool is skipped at a num_envs whose
-estimated peak (extrapolated from its peaks at the smaller sizes, `_envpool_fits`) exceeds 70 % of
-the memory available; the output says so. AsyncVectorEnv's processes each compile the scene (a
-few hundred MiB each at their peak), hence --async-envs. Before the groups, each side's single-env
-rate and the raw engines side by side (plain ``mj_step`` on 32 MjData of the scene
-with the model edits of EnvPool's port, `PLAYGROUND_TASKS`, MuJoCo 4.0 here vs the EnvPool venv's
-mujoco 3.6.0, the version EnvPool 1.2.5 links).
+(its peak grew by about 41-51 MiB per env on the Go1 scenes, 67 on Leap's, 39-41 on Panda's,
+measured at 8 and 32 envs), so two EnvPool processes of 256 envs do not fit a small machine.
+EnvPool is skipped at a num_envs whose estimated peak (extrapolated from its peaks at the smaller
+sizes, `_envpool_fits`) exceeds 70 % of the memory available; the output says so.
+AsyncVectorEnv's processes each compile the scene (a few hundred MiB each at their peak), hence
+--async-envs. Before the groups, each side's single-env rate and the raw engines side by side
+(plain ``mj_step`` on 32 MjData of the scene with the model edits of EnvPool's port,
+`PLAYGROUND_TASKS`, MuJoCo 4.0 here vs the EnvPool venv's mujoco 3.6.0, the version EnvPool 1.2.5
+links).
 
 Targets printed against: mjvec >= 1.0x EnvPool at >= 256 envs, peak RSS <= 0.5x EnvPool's,
 e2e >= 0.90 of L.
 
     python -m benchmarks.playground --envpool-python .venv-envpool/bin/python \\
-        [--tasks playground/LeapCubeReorient-v0] [--num-envs 64 256 1024] [--threads 1 2] [--csv out.csv]
+        [--tasks playground/LeapCubeReorient-v0 ...] [--num-envs 64 256 1024] [--threads 1 2] [--csv out.csv]
+
+(--tasks: default all five.)
 """
 
 from __future__ import annotations
