@@ -1,5 +1,6 @@
-"""MuJoCo Playground's Go1 joystick tasks: mjvec vs EnvPool 1.2.5's C++ port and Gymnasium's
-AsyncVectorEnv, ratios measured in one run.
+"""mjvec's MuJoCo Playground tasks (the two Go1 joysticks, LeapCubeReorient, PandaPickCube and
+PandaPickCubeOrientation): mjvec vs EnvPool 1.2.5's C++ port and Gymnasium's AsyncVectorEnv,
+ratios measured in one run.
 
 The machinery is `benchmarks/gym_suite.py`'s (its `Worker`, `measure`, `single_env_rates` and the
 sides of `benchmarks/_gym_worker.py`): every side in its own process, timed block by block in
@@ -12,27 +13,32 @@ group of:
   num_threads=T)`` under the interpreter of its own venv (scripts/setup_envpool.sh);
 - (T = 1, at the --async-envs sizes) AsyncVectorEnv of N ``gym.make("playground/<task>-v0")``
   (mjvec's single env, one process each);
-- r1: plain single-thread ``mujoco.mj_step`` on the task's model compiled alone (the scene with
-  Playground's model edits), replaying states the mjvec env stepped (bit-exact replays counted);
-  L = T x r1 / substeps; mjvec's e2e / L, and the backend's physics share of mjvec's step;
+- r1: plain single-thread ``mujoco.mj_step`` on the task's model compiled alone (mjvec's scene_spec
+  of the task: the scene with Playground's model edits), replaying states the mjvec env stepped
+  (bit-exact replays counted); L = T x r1 / substeps (the task's, `PLAYGROUND_TASKS`); mjvec's
+  e2e / L, and the backend's physics share of mjvec's step;
 - peak RSS of each side's process (children included) minus its size before the side's packages
   were imported;
 - the CPU cores each side kept busy while timed (its process's CPU time / wall time, all threads).
 
 One group per T (not all sides at once, as gym_suite does): EnvPool builds one MjModel per env
-(about 48 MiB each on these scenes), so two EnvPool processes of 256 envs do not fit a small
-machine. EnvPool is skipped at a num_envs whose estimated peak (extrapolated from its peaks at the
-smaller sizes, `_envpool_fits`) exceeds 70 % of the memory available; the output says so.
+(its peak grew by about 41-51 MiB per env on the Go1 scenes, 67 on Leap's, 39-41 on Panda's,
+measured at 8 and 32 envs), so two EnvPool processes of 256 envs do not fit a small machine.
+EnvPool is skipped at a num_envs whose estimated peak (extrapolated from its peaks at the smaller
+sizes, `_envpool_fits`) exceeds 70 % of the memory available; the output says so.
 AsyncVectorEnv's processes each compile the scene (a few hundred MiB each at their peak), hence
---async-envs. Before the groups, each side's
-single-env rate and the raw engines side by side (plain ``mj_step`` on 32 MjData of the scene,
-MuJoCo 4.0 here vs the EnvPool venv's mujoco 3.6.0, the version EnvPool 1.2.5 links).
+--async-envs. Before the groups, each side's single-env rate and the raw engines side by side
+(plain ``mj_step`` on 32 MjData of the scene with the model edits of EnvPool's port,
+`PLAYGROUND_TASKS`, MuJoCo 4.0 here vs the EnvPool venv's mujoco 3.6.0, the version EnvPool 1.2.5
+links).
 
 Targets printed against: mjvec >= 1.0x EnvPool at >= 256 envs, peak RSS <= 0.5x EnvPool's,
 e2e >= 0.90 of L.
 
     python -m benchmarks.playground --envpool-python .venv-envpool/bin/python \\
-        [--tasks playground/Go1JoystickFlatTerrain-v0] [--num-envs 64 256 1024] [--threads 1 2] [--csv out.csv]
+        [--tasks playground/LeapCubeReorient-v0 ...] [--num-envs 64 256 1024] [--threads 1 2] [--csv out.csv]
+
+(--tasks: default all five.)
 """
 
 from __future__ import annotations
@@ -42,10 +48,11 @@ import csv
 import sys
 from pathlib import Path
 
+from benchmarks._gym_worker import PLAYGROUND_TASKS
 from benchmarks.gym_suite import Worker, measure, mib, single_env_rates, steps_for
 
 ROOT = Path(__file__).resolve().parents[1]
-TASKS = ("playground/Go1JoystickFlatTerrain-v0", "playground/Go1JoystickRoughTerrain-v0")
+TASKS = tuple(PLAYGROUND_TASKS)
 SPEED_TARGET, RSS_TARGET, E2E_TARGET, SPEED_FROM_ENVS = 1.0, 0.5, 0.90, 256
 
 
@@ -147,7 +154,7 @@ def run_task(task: str, args: argparse.Namespace, substeps: int) -> list[dict]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="mjvec's Playground Go1 tasks vs EnvPool and AsyncVectorEnv (ratios)")
+    p = argparse.ArgumentParser(description="mjvec's Playground tasks vs EnvPool and AsyncVectorEnv (ratios)")
     p.add_argument("--envpool-python", help="the python of a venv with envpool==1.2.5 (omit: no EnvPool column)")
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--num-envs", type=int, nargs="+", default=[64, 256, 1024])
@@ -159,15 +166,11 @@ def main() -> None:
     p.add_argument("--no-single", action="store_true", help="skip the single-env and raw-engine rates")
     p.add_argument("--csv", type=Path)
     args = p.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from mjvec.tasks.go1_joystick.config import Go1JoystickConfig
-
-    substeps = Go1JoystickConfig().substeps
     rows = []
     for task in args.tasks:
         if not args.no_single:
             single_env_rates(task, args)
-        rows += run_task(task, args, substeps)
+        rows += run_task(task, args, PLAYGROUND_TASKS[task].substeps)
     missed = [(r, m) for r in rows for m in misses(r)]
     print(f"targets (>= {SPEED_TARGET}x EnvPool at >= {SPEED_FROM_ENVS} envs, <= {RSS_TARGET}x its RSS, e2e >= "
           f"{E2E_TARGET}): {len(missed)} misses" + "".join(

@@ -1,7 +1,7 @@
 """benchmarks/playground.py's machinery (no timing): the raw-engine side builds the very model
 mjvec steps, from the XML with plain MjSpec edits (so "MuJoCo 4.0 vs 3.6" compares engines on
-one model), r1's replays of a Go1 batch are bit-exact, and the target and memory checks decide as
-stated."""
+one model), the per-task constants are mjvec's and EnvPool's, r1's replays of each task's batch
+are bit-exact, and the target and memory checks decide as stated."""
 
 from __future__ import annotations
 
@@ -9,30 +9,97 @@ import json
 import subprocess
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import mjvec  # noqa: F401  (registers the tasks)
 from benchmarks import playground
-from benchmarks._gym_worker import _PlaygroundEngine
-from mjvec.tasks.go1_joystick import Go1JoystickConfig
-from mjvec.tasks.go1_joystick.scene import scene_spec
+from benchmarks._gym_worker import PLAYGROUND_TASKS, _compiled_model, _PlaygroundEngine
+from tests.envpool_compare import envpool_config, requires_envpool
 from tests.playground_oracle import numeric_fields
 from tests.subprocesses import ROOT, checkout_env
 
-TASKS = {"playground/Go1JoystickFlatTerrain-v0": "flat_terrain", "playground/Go1JoystickRoughTerrain-v0":
-         "rough_terrain"}
+TASKS = list(PLAYGROUND_TASKS)
 
 
-@pytest.mark.parametrize("task", list(TASKS))
+def _options(model: object) -> dict[str, object]:
+    opt = model.opt
+    return {n: np.asarray(getattr(opt, n)).tolist() for n in dir(opt) if not n.startswith("_")
+            and isinstance(getattr(opt, n), (int, float, np.ndarray))}
+
+
+def _mjvec_env(task: str):
+    return gym.make_vec(task, num_envs=1, array_backend="numpy").unwrapped
+
+
+@pytest.mark.parametrize("task", TASKS)
 def test_the_raw_engine_side_steps_mjvecs_compiled_scene(task: str) -> None:
     engine = _PlaygroundEngine(task, 1)
-    ours = scene_spec(Go1JoystickConfig(), TASKS[task]).compile()
+    env = _mjvec_env(task)
+    ours = _compiled_model(task, env)
     differing = [n for n in numeric_fields(ours) if not np.array_equal(getattr(ours, n), getattr(engine.model, n))]
     assert differing == []
+    assert _options(ours) == _options(engine.model)  # timestep, ccd_iterations, ... (not arrays of the model)
+    assert ours.opt.timestep == PLAYGROUND_TASKS[task].sim_dt
+    # and mjvec's env steps that model: its backend's model has the same physics
+    stepped = env.backend.model
+    assert [n for n in numeric_fields(ours) if not np.array_equal(getattr(ours, n), getattr(stepped, n))] == []
 
 
-def test_r1_replays_of_a_go1_batch_are_bit_exact(tmp_path) -> None:
-    task = "playground/Go1JoystickFlatTerrain-v0"
+@pytest.mark.parametrize("task", TASKS)
+def test_the_task_constants_are_mjvecs(task: str) -> None:
+    t, cfg = PLAYGROUND_TASKS[task], _mjvec_env(task).cfg
+    assert (t.sim_dt, t.substeps, t.action_scale) == (cfg.sim_dt, cfg.substeps, cfg.action_scale)
+    if t.episode_length is not None:
+        assert t.episode_length == cfg.episode_length
+
+
+@requires_envpool
+@pytest.mark.parametrize("task", TASKS)
+def test_the_task_constants_are_envpools(task: str) -> None:
+    t, conf = PLAYGROUND_TASKS[task], envpool_config(PLAYGROUND_TASKS[task].envpool_id)
+    assert (t.sim_dt, t.action_scale) == (conf["sim_dt"], conf["action_scale"])
+    assert t.substeps == round(conf["ctrl_dt"] / conf["sim_dt"])
+    if t.episode_length is not None:
+        assert t.episode_length == conf["max_episode_steps"]
+
+
+def _random_steps(engine: _PlaygroundEngine, steps: int) -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        engine.step(rng.uniform(-1, 1, (len(engine.datas), engine.model.nu)).astype(np.float32))
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if PLAYGROUND_TASKS[t].episode_length is not None])
+def test_the_raw_engine_side_ends_episodes_at_their_length_within_ctrlrange(task: str) -> None:
+    engine, length = _PlaygroundEngine(task, 2), PLAYGROUND_TASKS[task].episode_length
+    _random_steps(engine, 50)
+    assert np.all(engine.ages == 50)  # no fall in 50 random steps
+    assert all(np.all((engine.low <= d.ctrl) & (d.ctrl <= engine.high)) for d in engine.datas)
+    assert not all(np.array_equal(d.qpos, engine.home_qpos) for d in engine.datas)
+    engine.ages[:] = length - 1
+    _random_steps(engine, 1)
+    assert np.all(engine.ages == 0)
+    assert all(np.array_equal(d.qpos, engine.home_qpos) for d in engine.datas)
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if PLAYGROUND_TASKS[t].fall is not None])
+def test_the_raw_engine_side_resets_a_fall(task: str) -> None:
+    engine = _PlaygroundEngine(task, 1)
+    d = engine.datas[0]
+    if PLAYGROUND_TASKS[task].fall[0] == "site_up":
+        d.qpos[3:7] = [0.0, 1.0, 0.0, 0.0]  # the robot upside down
+    else:
+        adr = engine.model.jnt_qposadr[engine.model.body(PLAYGROUND_TASKS[task].fall[1]).jntadr[0]]
+        d.qpos[adr:adr + 3] = [0.0, 0.0, -1.0]  # the cube on its free joint, under the floor
+    _random_steps(engine, 1)
+    assert np.array_equal(d.qpos, engine.home_qpos) and engine.ages[0] == 0
+
+
+@pytest.mark.parametrize("task", ["playground/Go1JoystickFlatTerrain-v0", "playground/LeapCubeReorient-v0",
+                                  "playground/PandaPickCube-v0"])
+def test_r1_replays_of_a_batch_are_bit_exact(tmp_path, task: str) -> None:
     commands = "\n".join(json.dumps(c) for c in ({"cmd": "step", "steps": 8}, {"cmd": "r1"}, {"cmd": "quit"}))
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "_gym_worker.py"), "mjvec", task, "8", "1"],
                           input=commands + "\n", capture_output=True, text=True, timeout=300, cwd=tmp_path,
@@ -40,7 +107,8 @@ def test_r1_replays_of_a_go1_batch_are_bit_exact(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     ready, step, r1 = (json.loads(line) for line in done.stdout.splitlines())
     assert ready == {"ready": True} and step["seconds"] > 0
-    assert r1["total"] == 4 * 8 and r1["exact"] == r1["total"] and r1["units"] == r1["total"] * 5
+    substeps = PLAYGROUND_TASKS[task].substeps
+    assert r1["total"] == 4 * 8 and r1["exact"] == r1["total"] and r1["units"] == r1["total"] * substeps
 
 
 def _row(n: int, speed: float | str, rss: float | str, e2e: float) -> dict:
