@@ -134,13 +134,13 @@ def main(argv: list[str] | None = None) -> list[Case]:
     parser.add_argument("--tasks", nargs="+", default=list(TASK_OPTIONS))
     parser.add_argument("--num-envs", nargs="+", type=int, default=[64, 1024])
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--steps", type=int, default=0, help="steps per block (0: about 60,000 env steps)")
+    parser.add_argument("--steps", type=int, default=0, help="steps per block (0: about 30,000 env steps)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--draw-ahead-off", action="store_true", help="also each configuration without draw-ahead")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     aheads = (None, 1) if args.draw_ahead_off else (None,)
-    cases = [Case(t, n, k, args.steps or max(20, 60_000 // n), a) for t in args.tasks for n in args.num_envs
+    cases = [Case(t, n, k, args.steps or max(20, 30_000 // n), a) for t in args.tasks for n in args.num_envs
              for k in args.threads for a in aheads]
     for case in cases:  # warm-up: first-call checks, caches, the first resets
         case.run()
