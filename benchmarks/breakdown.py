@@ -58,7 +58,6 @@ class Timers:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
-        self._depth = 0
 
     def wrap(self, owner: Any, name: str, phase: str) -> None:
         inner: Callable = getattr(owner, name)

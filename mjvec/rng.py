@@ -44,6 +44,7 @@ import numpy as np
 from mjvec import portable
 from mjvec.errors import ConfigError
 from mjvec.xp import Rows, namespace_of
+from mjvec.xp import copy_array as _copy  # a served value is a copy: a caller may write into it
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -380,11 +381,6 @@ class _Block:
 
 def _scalar(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-
-
-def _copy(values: Any) -> Any:
-    """A contiguous copy (a caller may write into what a draw returns)."""
-    return values.copy() if isinstance(values, np.ndarray) else values.clone()
 
 
 def words_as_uint64(words: Any) -> np.ndarray:
