@@ -122,13 +122,14 @@ def main(args: Args) -> Path:
     save_run_config(log_dir, venv, runner.cfg, {k: v for k, v in options.items() if k != "device"})
     start, done = time.perf_counter(), 0
     while done < args.max_iterations:
+        if done:
+            # rsl_rl leaves the counter at the chunk's last iteration: the next chunk's first is one on.
+            runner.current_learning_iteration += 1
         chunk = args.max_iterations - done if args.time_limit_s is None else min(CHUNK, args.max_iterations - done)
         runner.learn(chunk, init_at_random_ep_len=args.init_at_random_ep_len and done == 0)
         done += chunk
         if args.time_limit_s is not None and time.perf_counter() - start > args.time_limit_s:
             break
-        # rsl_rl leaves the counter at the chunk's last iteration: the next chunk's first is one on.
-        runner.current_learning_iteration += 1
     venv.close()
     last = log_dir / f"model_{runner.current_learning_iteration}.pt"
     print(f"wrote {last}; evaluate it with: python -m mjvec eval --checkpoint {last}")
