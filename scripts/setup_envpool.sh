@@ -10,27 +10,10 @@
 # pinned package is missing (the stamp is the pins' installed versions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3.11}
-command -v "$PY" >/dev/null 2>&1 || PY=python3
 VENV=.venv-envpool
 PINS=("envpool==1.2.5" "mujoco==3.6.0")
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "setup_envpool.sh: creating $VENV with $("$PY" --version 2>&1)" >&2
-  "$PY" -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" - "${PINS[@]}" <<'PY'
-import importlib.metadata as md, sys
-for pin in sys.argv[1:]:
-    name, version = pin.split("==")
-    try:
-        assert md.version(name) == version
-    except (md.PackageNotFoundError, AssertionError):
-        sys.exit(1)
-PY
-then
-  echo "setup_envpool.sh: installing ${PINS[*]} into $VENV" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PINS[@]}"
-fi
+source scripts/pinned_venv.sh
+pinned_venv setup_envpool.sh "$VENV" "${PINS[@]}"
 "$VENV/bin/python" -c "
 import envpool
 spec = envpool.make_spec('MuJoCoPlayground/Go1JoystickFlatTerrain-v1')

