@@ -3,7 +3,7 @@ PandaPickCubeOrientation): mjvec vs EnvPool 1.2.5's C++ port and Gymnasium's Asy
 ratios measured in one run.
 
 The machinery is `benchmarks/gym_suite.py`'s (its `Worker`, `measure`, `single_env_rates` and the
-sides of `benchmarks/_gym_worker.py`): every side in its own process, timed block by block in
+sides of `benchmarks/_gym_worker.py`; the task table in `benchmarks/_engines.py`): every side in its own process, timed block by block in
 turn (interleaved, repeated, medians). Per task, num_envs and thread count T, one interleaved
 group of:
 
@@ -48,7 +48,7 @@ import csv
 import sys
 from pathlib import Path
 
-from benchmarks._gym_worker import PLAYGROUND_TASKS
+from benchmarks._engines import PLAYGROUND_TASKS
 from benchmarks.gym_suite import Worker, measure, mib, single_env_rates, steps_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,8 @@ import pytest
 
 import mjvec  # noqa: F401  (registers the tasks)
 from benchmarks import playground
-from benchmarks._gym_worker import PLAYGROUND_TASKS, _compiled_model, _PlaygroundEngine
+from benchmarks._engines import PLAYGROUND_TASKS, PlaygroundEngine
+from benchmarks._gym_worker import _compiled_model
 from tests.envpool_compare import envpool_config, requires_envpool
 from tests.playground_oracle import numeric_fields
 from tests.subprocesses import ROOT, checkout_env
@@ -35,7 +36,7 @@ def _mjvec_env(task: str):
 
 @pytest.mark.parametrize("task", TASKS)
 def test_the_raw_engine_side_steps_mjvecs_compiled_scene(task: str) -> None:
-    engine = _PlaygroundEngine(task, 1)
+    engine = PlaygroundEngine(task, 1)
     env = _mjvec_env(task)
     ours = _compiled_model(task, env)
     differing = [n for n in numeric_fields(ours) if not np.array_equal(getattr(ours, n), getattr(engine.model, n))]
@@ -65,7 +66,7 @@ def test_the_task_constants_are_envpools(task: str) -> None:
         assert t.episode_length == conf["max_episode_steps"]
 
 
-def _random_steps(engine: _PlaygroundEngine, steps: int) -> None:
+def _random_steps(engine: PlaygroundEngine, steps: int) -> None:
     rng = np.random.default_rng(0)
     for _ in range(steps):
         engine.step(rng.uniform(-1, 1, (len(engine.datas), engine.model.nu)).astype(np.float32))
@@ -73,7 +74,7 @@ def _random_steps(engine: _PlaygroundEngine, steps: int) -> None:
 
 @pytest.mark.parametrize("task", [t for t in TASKS if PLAYGROUND_TASKS[t].episode_length is not None])
 def test_the_raw_engine_side_ends_episodes_at_their_length_within_ctrlrange(task: str) -> None:
-    engine, length = _PlaygroundEngine(task, 2), PLAYGROUND_TASKS[task].episode_length
+    engine, length = PlaygroundEngine(task, 2), PLAYGROUND_TASKS[task].episode_length
     _random_steps(engine, 50)
     assert np.all(engine.ages == 50)  # no fall in 50 random steps
     assert all(np.all((engine.low <= d.ctrl) & (d.ctrl <= engine.high)) for d in engine.datas)
@@ -86,7 +87,7 @@ def test_the_raw_engine_side_ends_episodes_at_their_length_within_ctrlrange(task
 
 @pytest.mark.parametrize("task", [t for t in TASKS if PLAYGROUND_TASKS[t].fall is not None])
 def test_the_raw_engine_side_resets_a_fall(task: str) -> None:
-    engine = _PlaygroundEngine(task, 1)
+    engine = PlaygroundEngine(task, 1)
     d = engine.datas[0]
     if PLAYGROUND_TASKS[task].fall[0] == "site_up":
         d.qpos[3:7] = [0.0, 1.0, 0.0, 0.0]  # the robot upside down
