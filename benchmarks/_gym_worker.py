@@ -6,8 +6,8 @@ Run as a file by any interpreter (EnvPool's lives in a separate venv that has no
     python benchmarks/_gym_worker.py SIDE TASK NUM_ENVS THREADS
 
 TASK: a Gymnasium MuJoCo id ("Ant-v5") or an mjvec Playground id ("playground/Go1JoystickFlatTerrain-v0",
-the keys of `benchmarks._engines.PLAYGROUND_TASKS`, which holds each one's EnvPool id "MuJoCoPlayground/<name>-v1", scene
-and model edits).
+the keys of `benchmarks._engines.PLAYGROUND_TASKS`, which holds each one's EnvPool id
+"MuJoCoPlayground/<name>-v1", scene and model edits).
 
 SIDE: mjvec (``gym.make_vec("mjvec/TASK")``), envpool (``envpool.make_gymnasium(TASK)``), sync /
 async (Gymnasium's SyncVectorEnv / AsyncVectorEnv of ``gym.make(TASK)``, one process per env for

@@ -3,9 +3,9 @@ PandaPickCubeOrientation): mjvec vs EnvPool 1.2.5's C++ port and Gymnasium's Asy
 ratios measured in one run.
 
 The machinery is `benchmarks/gym_suite.py`'s (its `Worker`, `measure`, `single_env_rates` and the
-sides of `benchmarks/_gym_worker.py`; the task table in `benchmarks/_engines.py`): every side in its own process, timed block by block in
-turn (interleaved, repeated, medians). Per task, num_envs and thread count T, one interleaved
-group of:
+sides of `benchmarks/_gym_worker.py`; the task table in `benchmarks/_engines.py`): every side in its
+own process, timed block by block in turn (interleaved, repeated, medians). Per task, num_envs and
+thread count T, one interleaved group of:
 
 - mjvec: ``gym.make_vec("playground/<task>-v0", num_envs=N, num_threads=T)`` (CPU backend, no
   randomization, random actions, autoresets);

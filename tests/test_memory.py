@@ -103,6 +103,10 @@ print(json.dumps({{"growth": rss() - before, "built": built, "built_estimate": e
     pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
                                                           "backend": "warp", "device": "cpu"}, (64, 1024),
                  marks=pytest.mark.slow),
+    pytest.param("playground/LeapCubeReorient-v0", {"randomization": "paper", "obs_mode": "asymmetric",
+                                                    "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("playground/PandaPickCube-v0", {"num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+    pytest.param("playground/PandaPickCubeOrientation-v0", {"num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
     # The heightfield raises the Warp backend's default contact and constraint buffers per world.
     pytest.param("playground/Go1JoystickRoughTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
                                                            "backend": "warp", "device": "cpu"}, (64, 1024),
