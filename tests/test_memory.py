@@ -86,40 +86,45 @@ print(json.dumps({{"growth": rss() - before, "built": built, "built_estimate": e
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads RSS from /proc")
-@pytest.mark.parametrize(("env_id", "kwargs", "sizes"), [
+@pytest.mark.parametrize(("env_id", "kwargs", "sizes", "lowest"), [
     # The fast set keeps each task on the CPU and the flagship on Warp; the other configurations are slow.
-    pytest.param("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000),
+    pytest.param("SimToolReal-v0", {"num_tools": 1, "randomization": None, "num_threads": 1}, (500, 6000), 0.5,
                  marks=pytest.mark.slow),
-    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "num_threads": 1}, (500, 6000)),
+    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "num_threads": 1}, (500, 6000), 0.5),
     pytest.param("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "obs_mode": "asymmetric",
-                                    "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
-    ("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (256, 4096)),
-    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024)),
+                                    "num_threads": 1}, (500, 6000), 0.5, marks=pytest.mark.slow),
+    ("CubeRotate-v0", {"randomization": "paper", "num_threads": 1}, (256, 4096), 0.5),
+    ("SimToolReal-v0", {"num_tools": 600, "randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
+     0.5),
     # Slow: 3 steps of 1,024 CubeRotate worlds take about 100 s on warp's cpu device.
-    pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024),
+    pytest.param("CubeRotate-v0", {"randomization": "paper", "backend": "warp", "device": "cpu"}, (64, 1024), 0.5,
                  marks=pytest.mark.slow),
     pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
-                                                          "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+                                                          "num_threads": 1}, (500, 6000), 0.5, marks=pytest.mark.slow),
     pytest.param("playground/Go1JoystickFlatTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
-                                                          "backend": "warp", "device": "cpu"}, (64, 1024),
+                                                          "backend": "warp", "device": "cpu"}, (64, 1024), 0.5,
                  marks=pytest.mark.slow),
     pytest.param("playground/LeapCubeReorient-v0", {"randomization": "paper", "obs_mode": "asymmetric",
-                                                    "num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
-    pytest.param("playground/PandaPickCube-v0", {"num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
-    pytest.param("playground/PandaPickCubeOrientation-v0", {"num_threads": 1}, (500, 6000), marks=pytest.mark.slow),
+                                                    "num_threads": 1}, (500, 6000), 0.5, marks=pytest.mark.slow),
+    # No randomization: the engine expands no model field, while the estimate counts two copies of every
+    # writable one (a write may expand any); measured growth / estimate 0.48-0.50, hence the lower floor.
+    pytest.param("playground/PandaPickCube-v0", {"num_threads": 1}, (500, 6000), 0.4, marks=pytest.mark.slow),
+    pytest.param("playground/PandaPickCubeOrientation-v0", {"num_threads": 1}, (500, 6000), 0.4,
+                 marks=pytest.mark.slow),
     # The heightfield raises the Warp backend's default contact and constraint buffers per world.
     pytest.param("playground/Go1JoystickRoughTerrain-v0", {"randomization": "paper", "obs_mode": "asymmetric",
-                                                           "backend": "warp", "device": "cpu"}, (64, 1024),
+                                                           "backend": "warp", "device": "cpu"}, (64, 1024), 0.5,
                  marks=pytest.mark.slow),
 ])
-def test_estimate_bounds_the_measured_growth(env_id, kwargs, sizes):
+def test_estimate_bounds_the_measured_growth(env_id, kwargs, sizes, lowest):
     """Per env: the growth between two sizes (fixed costs such as compiled tools and captured graphs
-    cancel out) is at most the estimate (a refusal is never too late) and at least half of it; and
-    what the build allocates is at most the part checked before it (backend and task)."""
+    cancel out) is at most the estimate (a refusal is never too late) and at least `lowest` of it
+    (half, where randomization expands the model fields it writes); and what the build allocates is
+    at most the part checked before it (backend and task)."""
     small, large = (_run(GROWTH.format(env_id=env_id, kwargs=kwargs, num_envs=n), timeout=600) for n in sizes)
     measured = large["growth"] - small["growth"]
     estimated = large["estimate"] - small["estimate"]
-    assert 0.5 <= measured / estimated <= 1.0, (measured, estimated)
+    assert lowest <= measured / estimated <= 1.0, (measured, estimated)
     built, checked_first = large["built"] - small["built"], large["built_estimate"] - small["built_estimate"]
     assert built <= checked_first, (built, checked_first)
 
