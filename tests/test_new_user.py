@@ -35,6 +35,7 @@ WITHOUT_TORCH = ("import runpy, sys; sys.modules['torch'] = None; path = sys.arg
     ("ppo.py", [], "train"),
     ("train_sb3.py", [], "train"),
     ("evaluate_cube_rotate.py", ["--policy", "random"], "train"),
+    ("evaluate_go1.py", ["--policy", "zero"], "train"),
     ("evaluate_return.py", [], "train"),
     ("train_rsl_rl.py", [], "train"),
     ("train_rl_games.py", [], "rl_games"),
