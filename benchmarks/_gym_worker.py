@@ -51,6 +51,8 @@ from benchmarks._engines import PLAYGROUND, PLAYGROUND_TASKS, Engine, Playground
 
 SAMPLE = 32  # envs whose states r1 replays
 RECORDS = 4  # step calls recorded per block
+
+
 def _ids(task: str) -> tuple[str, str]:
     """(the id gym.make_vec / gym.make take, EnvPool's id) of `task`."""
     if task.startswith(PLAYGROUND):

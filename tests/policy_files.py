@@ -21,13 +21,20 @@ ROOT = Path(__file__).resolve().parents[1]
 CUBE = {"num_cubes": 2, "randomization": None}
 
 
+def example_module(filename: str, name: str):
+    """examples/<filename> loaded afresh as the module `name` (registered in sys.modules, which
+    dataclasses and tyro need to resolve its classes)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / filename)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def ppo_module():
     """examples/ppo.py as a module (its Agent is what ppo checkpoints hold)."""
     if "ppo_example" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("ppo_example", ROOT / "examples" / "ppo.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        example_module("ppo.py", "ppo_example")
     return sys.modules["ppo_example"]
 
 

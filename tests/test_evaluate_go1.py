@@ -9,26 +9,20 @@ so its achieved velocities stay near zero whatever it is commanded.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from tests.policy_files import ROOT
+from tests.policy_files import example_module
 
 COMMANDS = ((0.0, 0.0, 0.0), (0.8, 0.0, 0.5))
 K, SECONDS, WARMUP = 2, 0.6, 0.2
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("evaluate_go1", ROOT / "examples" / "evaluate_go1.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return example_module("evaluate_go1.py", "evaluate_go1")
 
 
 def _plain_loop(module) -> tuple[np.ndarray, float]:

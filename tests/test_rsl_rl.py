@@ -163,19 +163,14 @@ def test_device_state_with_numpy_output_is_refused():
 
 
 def test_train_rsl_rl_example_writes_a_checkpoint_that_mjvec_eval_runs(tmp_path, capsys):
-    import importlib.util
     import json
-    import sys
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from mjvec.cli import main as cli
-    from tests.policy_files import ROOT
+    from tests.policy_files import example_module
 
-    spec = importlib.util.spec_from_file_location("train_rsl_rl", ROOT / "examples" / "train_rsl_rl.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = example_module("train_rsl_rl.py", "train_rsl_rl")
     last = module.main(module.Args(env_id="CubeRotate-v0", num_envs=8, max_iterations=2, num_steps_per_env=8,
                                    option=["num_cubes=2", "max_episode_steps=6"], log_dir=tmp_path))
     assert last == tmp_path / "model_1.pt" and (tmp_path / "params" / "agent.json").is_file()
@@ -192,17 +187,12 @@ def test_train_rsl_rl_example_writes_a_checkpoint_that_mjvec_eval_runs(tmp_path,
 def test_train_rsl_rl_knows_a_config_beside_every_task_that_ships_one():
     """Every task folder with an agents/rsl_rl_ppo.yaml is one the example maps an id to (and back):
     the configs live beside their tasks, and a moved or new one is found or this fails."""
-    import importlib.util
-    import sys
 
     import yaml
 
-    from tests.policy_files import ROOT
+    from tests.policy_files import ROOT, example_module
 
-    spec = importlib.util.spec_from_file_location("train_rsl_rl_configs", ROOT / "examples" / "train_rsl_rl.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = example_module("train_rsl_rl.py", "train_rsl_rl_configs")
     shipped = {path.parents[1].name for path in (ROOT / "mjvec" / "tasks").glob("*/agents/rsl_rl_ppo.yaml")}
     assert set(module.TASK_FOLDER.values()) == shipped
     for env_id, path in module.TASK_CONFIG.items():
@@ -215,17 +205,12 @@ def test_train_rsl_rl_time_limit_stops_after_a_chunk_and_init_std_sets_the_polic
     """--time-limit-s 0: one chunk of CHUNK iterations runs, then the loop stops (max_iterations
     would allow more); --init-std: the first checkpoint's policy std (one update after the start)
     is near that value, not the config's."""
-    import importlib.util
-    import sys
 
     import torch
 
-    from tests.policy_files import ROOT
+    from tests.policy_files import example_module
 
-    spec = importlib.util.spec_from_file_location("train_rsl_rl_limit", ROOT / "examples" / "train_rsl_rl.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = example_module("train_rsl_rl.py", "train_rsl_rl_limit")
     last = module.main(module.Args(env_id="CubeRotate-v0", num_envs=8, max_iterations=50, num_steps_per_env=4,
                                    option=["num_cubes=2"], log_dir=tmp_path, time_limit_s=0.0, init_std=0.25))
     assert last == tmp_path / f"model_{module.CHUNK - 1}.pt"
