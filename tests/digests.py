@@ -15,6 +15,13 @@ GLIBC_TUNABLES=glibc.cpu.hwcaps=-FMA,-AVX2, which is the selection glibc makes o
 FMA; CPU backend only: warp compiles its CPU kernels for the host CPU, so its no-FMA code cannot be
 emulated on an FMA host). On a C library with no recorded class the digest tests skip and say so;
 `python -m tests.digests` prints this machine's class and digests to record.
+
+The Warp digests depend on torch's CPU math too: on the Warp path the task layer runs in torch,
+whose matrix products go to MKL and whose elementwise kernels follow ATen's SIMD level, both picked
+from the CPU (MKL_CBWR or ATEN_CPU_CAPABILITY change a SimToolReal-v0 Warp digest). So a Warp digest
+is recorded per (libm class, `torch_fingerprint`): what those kernels return for a fixed probe set.
+The Warp digests recorded on an earlier machine could not be attributed to a fingerprint and were
+dropped; on an unrecorded fingerprint the Warp digest tests skip and say so.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -72,13 +81,41 @@ def update(digest: Any, value: Any) -> None:
         digest.update(array.tobytes())
 
 
-def expected(table: Mapping[Any, Mapping[str, str]], key: Any) -> str:
-    """The digest recorded for `key` under this process's libm class; skips (with the reason) where
-    none is recorded."""
+@functools.cache
+def torch_fingerprint() -> str:
+    """A hash of what torch's CPU kernels (MKL products, ATen's SIMD elementwise and reductions)
+    return for a fixed probe set, in a fresh process (inside a test session the probe's bits were
+    seen to differ from a fresh process's, cause not found; the machine's value is the fresh one)."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", "from tests.digests import _torch_probe; print(_torch_probe())"],
+                          cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _torch_probe() -> str:
+    import torch
+
+    grid = torch.linspace(-3.0, 3.0, 6 * 29 * 29, dtype=torch.float32)
+    a, b = torch.sin(grid * 1.7).reshape(6, 29, 29), torch.cos(grid * 0.3).reshape(6, 29, 29)
+    outs = [a @ b, a[:, :3, :3] @ b[:, :3, :3], a.reshape(-1, 29) @ b[0], torch.exp(grid),
+            torch.atan2(grid, grid + 0.5), torch.sqrt(grid.abs()), a.sum(-1), torch.linalg.vector_norm(a, dim=-1)]
+    digest = hashlib.blake2b(digest_size=16)
+    for out in outs:
+        digest.update(out.contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def expected(table: Mapping[Any, Mapping[str, str]], key: Any, torch_math: bool = False) -> str:
+    """The digest recorded for `key` under this process's libm class (and, with torch_math, its
+    `torch_fingerprint`: "glibc-fma+torch-<first 8 hex>"); skips (with the reason) where none is
+    recorded."""
     cls = libm_class()
     if cls is None:
         pytest.skip(f"no digest recorded for this C library's math (fingerprint {libm_fingerprint()}, "
                     f"recorded: {sorted(LIBM_CLASSES.values())}); `python -m tests.digests` prints the ones to record")
+    if torch_math:
+        cls = f"{cls}+torch-{torch_fingerprint()[:8]}"
     if cls not in table[key]:
         pytest.skip(f"no digest recorded for {key} under {cls} (recorded: {sorted(table[key])})")
     return table[key][cls]
@@ -86,7 +123,8 @@ def expected(table: Mapping[Any, Mapping[str, str]], key: Any) -> str:
 
 def main(tables: Mapping[str, tuple[Mapping[Any, Any], Callable[..., str]]]) -> None:
     """Print this machine's libm class and every digest (for recording)."""
-    print(f"libm fingerprint {libm_fingerprint()} -> class {libm_class()}")  # noqa: T201 (a recording tool)
+    print(f"libm fingerprint {libm_fingerprint()} -> class {libm_class()}; "  # noqa: T201 (a recording tool)
+          f"torch fingerprint {torch_fingerprint()[:8]}")
     for name, (table, compute) in tables.items():
         for key in sorted(table):
             print(name, key, compute(*key))  # noqa: T201

@@ -8,7 +8,7 @@ message. They were last re-recorded when mjvec's own float math became CPU-indep
 (`mjvec.portable`). Each digest is recorded per C-library math class (tests/digests.py): it holds
 on every CPU of that class, with any numpy SIMD dispatch and any OpenBLAS kernel
 (tests/test_portability.py runs this file under each). The Warp digests hold for warp's cpu device
-(float32 results may differ on a GPU) and its kernels compiled for an x86-64 host with FMA.
+(float32 results may differ on a GPU), per torch CPU math as well (tests/digests.py).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ NUM_ENVS = 6
 EXPECTED = {
     ("SimToolReal-v0", "cpu"): {"glibc-fma": "0d5bc8f4b484fb57bb8c70f381d180a2",
                                 "glibc-no-fma": "1695fd379f1a7790e3c7883dff9649c1"},
-    ("SimToolReal-v0", "warp"): {"glibc-fma": "5fa1736ffb9ae9d6838ae895e8d0f4b6"},
+    ("SimToolReal-v0", "warp"): {"glibc-fma+torch-d9c56c39": "4771d9f4ad8dcfb4853024db1f143d6a"},
     ("CubeRotate-v0", "cpu"): {"glibc-fma": "9eaabaf0ba3606cb566b156446526bfd",
                                "glibc-no-fma": "cf0b2a69feda7217a94fe8dc136fd6d9"},
-    ("CubeRotate-v0", "warp"): {"glibc-fma": "f3de5bd4033c846603baf6d138a2dddc"},
+    ("CubeRotate-v0", "warp"): {"glibc-fma+torch-d9c56c39": "f3de5bd4033c846603baf6d138a2dddc"},
 }
 
 
@@ -55,4 +55,4 @@ def trajectory_digest(env_id: str, backend: str) -> str:
 
 @pytest.mark.parametrize(("env_id", "backend"), sorted(EXPECTED))
 def test_trajectories_are_bit_identical_to_the_recorded_digest(env_id: str, backend: str) -> None:
-    assert trajectory_digest(env_id, backend) == expected(EXPECTED, (env_id, backend))
+    assert trajectory_digest(env_id, backend) == expected(EXPECTED, (env_id, backend), torch_math=backend == "warp")
