@@ -204,6 +204,7 @@ def test_real_ctrl_c_at_random_times_never_leaves_the_env_claimed_for_another_th
     was left behind: released with a ``get`` then a ``pop``, 92 of 3,000 such interrupts left one),
     and the env then steps exactly like a twin after the documented full reset."""
     import _thread
+    import signal
     import time
 
     env, twin = ToyPendulumEnv(4, max_steps=1000), ToyPendulumEnv(4, max_steps=1000)
@@ -225,18 +226,27 @@ def test_real_ctrl_c_at_random_times_never_leaves_the_env_claimed_for_another_th
         time.sleep(delay)
         _thread.interrupt_main()
 
-    for trial in range(trials):
-        timer = threading.Thread(target=interrupt, args=(float(rng.uniform(0, 2e-4)),))
-        try:
-            timer.start()
-            while True:
-                env.run_exclusive("probe", noop)
-        except KeyboardInterrupt:
-            pass
-        timer.join()
-        worker = threading.Thread(target=other_thread, args=(trial,))
-        worker.start()
-        worker.join()
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored, and
+    # then interrupt_main() does nothing: the test installs Python's own handler for its duration.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        for trial in range(trials):
+            timer = threading.Thread(target=interrupt, args=(float(rng.uniform(0, 2e-4)),))
+            deadline = time.monotonic() + 30.0
+            try:
+                timer.start()
+                while True:
+                    env.run_exclusive("probe", noop)
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"trial {trial}: the interrupt never arrived")
+            except KeyboardInterrupt:
+                pass
+            timer.join()
+            worker = threading.Thread(target=other_thread, args=(trial,))
+            worker.start()
+            worker.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert not refused, (len(refused), refused[:3])
     _assert_usable(env, twin, 0)
     env.close()
