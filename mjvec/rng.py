@@ -17,8 +17,7 @@ words of every env and advances the counters of the masked ones only: an env's n
 depend on which others were selected.
 
 Draw-ahead. A stream drawn for every env with the same request at consecutive calls (the per-step
-noise of a randomization wrapper, or a task's per-step draws for its envs when none is done) is
-served from a block: one call computes the next k requests'
+noise of a randomization wrapper) is served from a block: one call computes the next k requests'
 numbers at once (the same words, so the same numbers, since a number depends only on its counter)
 and the following calls hand them out. Any other use of that stream first moves its counters back
 to what the served calls consumed, and `seed` does so for every stream, so what any call returns,
@@ -223,7 +222,7 @@ class EnvRandom:
         if self._refusal is not None:
             raise ConfigError(self._refusal)
         rows = self._rows(rows)
-        every = key is not None and _every(rows)
+        every = rows.everything and key is not None
         block = self._blocks.get(stream)
         if block is not None:
             if every and block.key == key and block.used < block.size:
@@ -378,12 +377,6 @@ class _Block:
 
     def __init__(self, key: tuple, values: Any, words: int, size: int) -> None:
         self.key, self.values, self.words, self.size, self.used = key, values, words, size, 1
-
-
-def _every(rows: Rows) -> bool:
-    """Whether `rows` selects every env: `Rows.all`, or host ids (sorted, unique) of all of them, as
-    `Rows.of_mask` gives for a mask that is all True (a task's per-step draws for its active envs)."""
-    return rows.everything or (rows.ids is not None and rows.ids.size == rows.num_envs)
 
 
 def _scalar(value: Any) -> bool:

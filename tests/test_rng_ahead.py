@@ -41,9 +41,6 @@ def _run(like, ahead: int, monkeypatch: pytest.MonkeyPatch, steps: int = 60) -> 
     monkeypatch.setattr(rng_module, "AHEAD_REQUESTS", ahead)
     rng = EnvRandom(np.arange(100, 100 + N), 7, like=like)
     every = Rows.all(N, like)
-    # A task's per-step draws for its active envs: host ids of every env, as Rows.of_mask gives
-    # for an all-True mask; they share the blocks of Rows.all (same rows, same numbers).
-    full = Rows.of_mask(np.ones(N, bool)) if like is None else every
     mask = np.zeros(N, bool)
     mask[[1, 4, 17]] = True
     some = Rows.of_mask(mask if like is None else torch.as_tensor(mask))
@@ -54,7 +51,7 @@ def _run(like, ahead: int, monkeypatch: pytest.MonkeyPatch, steps: int = 60) -> 
         if step % 19 == 12:
             with rng.refused("no draws here"), pytest.raises(ConfigError, match="no draws here"):
                 rng.normal(every, "noise", (5,), dtype=np.float32)
-        out += _requests(rng, full if step % 2 else every, some, step)
+        out += _requests(rng, every, some, step)
     # What each stream draws next: the counters every call left behind.
     out += [rng.bits(every, stream, 4) for stream in STREAMS]
     return [words_as_uint64(a) if a.dtype in (np.uint64, torch.int64) else np.asarray(a) for a in out]
@@ -87,12 +84,6 @@ def test_blocks_form_for_repeated_requests_of_every_env(monkeypatch):
     rng.normal(Rows.of_ids([0, 5], N), "t", (3,))
     rng.normal(Rows.of_ids([0, 5], N), "t", (3,))
     assert "t" not in rng._blocks
-    for _ in range(2):  # ids of every env (an all-True host mask) are every env
-        rng.normal(Rows.of_mask(np.ones(N, bool)), "u", (3,))
-    assert rng._blocks["u"].size == 8
-    for _ in range(2):  # one env short is a partial request
-        rng.normal(Rows.of_ids(np.arange(1, N), N), "v", (3,))
-    assert "v" not in rng._blocks
     big = EnvRandom(np.arange(4096), 1)
     for _ in range(3):
         big.normal(Rows.all(4096), "s", (64,))
