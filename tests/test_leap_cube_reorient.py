@@ -316,17 +316,14 @@ def test_the_trainer_configs_load_into_the_trainers() -> None:
     """agents/ppo.yaml parses as examples/ppo.py's options (unknown keys are refused there) and
     rsl_rl_ppo.yaml holds an OnPolicyRunner train section (tests/test_leap_playground.py checks
     their values against Playground's)."""
-    import importlib.util
-    import sys
     from pathlib import Path
 
     import yaml
 
+    from tests.policy_files import example_module
+
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("ppo_example_leap", root / "examples" / "ppo.py")
-    ppo = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = ppo
-    spec.loader.exec_module(ppo)
+    ppo = example_module("ppo.py", "ppo_example_leap")
     agents = root / "mjvec" / "tasks" / "leap_cube_reorient" / "agents"
     args = ppo.parse_args(["--config", str(agents / "ppo.yaml"), "--num-envs", "16"])
     assert args.env_id == ENV_ID and args.asymmetric and args.randomization == "paper" and args.num_envs == 16

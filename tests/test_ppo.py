@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -18,19 +17,13 @@ import pytest
 import torch
 import tyro  # noqa: F401  (the examples need it; CI installs the train extra)
 
+from tests.policy_files import ppo_module
+
 ROOT = Path(__file__).resolve().parents[1]
 PPO = ROOT / "examples" / "ppo.py"
 
 
-def _load_ppo():
-    spec = importlib.util.spec_from_file_location("ppo_example", PPO)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-ppo = _load_ppo()
+ppo = ppo_module()
 
 
 def _env() -> dict[str, str]:

@@ -146,15 +146,9 @@ def test_next_step_env_and_a_bad_obs_key_are_refused():
 
 
 def test_train_rl_games_example_keeps_the_authors_settings_and_trains(tmp_path):
-    import importlib.util
-    import sys
-    from pathlib import Path
+    from tests.policy_files import ROOT, example_module
 
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("train_rl_games", root / "examples" / "train_rl_games.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = example_module("train_rl_games.py", "train_rl_games")
     params = module.build_params(module.Args(num_envs=8, max_epochs=1, train_dir=tmp_path))["params"]
     net, cfg = params["network"], params["config"]
     # SimToolRealLSTMAsymmetricPPO: LSTM 1024 before an MLP [1024, 1024, 512, 512]; asymmetric critic.
@@ -166,7 +160,7 @@ def test_train_rl_games_example_keeps_the_authors_settings_and_trains(tmp_path):
     assert cfg["reward_shaper"]["scale_value"] == 0.01 and cfg["entropy_coef"] == 0.0
     assert cfg["minibatch_size"] == 8 * 16  # min(98,304, num_envs x horizon)
     assert cfg["mixed_precision"] is False and cfg["torch_compile"] is False  # on the CPU
-    cube = module.Args(config=root / "mjvec" / "tasks" / "cube_rotate" / "agents" / "rl_games_ppo.yaml", num_envs=8,
+    cube = module.Args(config=ROOT / "mjvec" / "tasks" / "cube_rotate" / "agents" / "rl_games_ppo.yaml", num_envs=8,
                        max_epochs=1, option=["num_cubes=2", "max_episode_steps=8"], train_dir=tmp_path)
     module.main(cube)
     assert list(tmp_path.rglob("*.pth")) and list(tmp_path.rglob("events.out.tfevents*"))
