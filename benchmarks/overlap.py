@@ -1,0 +1,118 @@
+"""What a pipelined step could gain: the batch as two halves stepped from two threads vs as one env.
+
+A step is physics (the pool's threads, the GIL released) then serial host work on the calling
+thread (the task layer, randomization draws, resets), during which the pool idles. Two envs, each
+half of the batch (`env_id_offset` keeps the same global env ids, so the same tools, variants and
+random streams), stepped at once from two Python threads, overlap one half's physics with the other
+half's host work: the shape of a two-slice pipelined step, measured without changing `step`.
+
+For each task and (num_envs, threads), one run interleaves, per repeat:
+
+- whole: one env of num_envs envs on `threads` pool threads, stepped from the main thread;
+- halves: two envs of num_envs / 2, each on its own pool of `threads` threads (cores are shared:
+  on a machine with `threads` cores the two pools compete for them), stepped concurrently;
+- halves-split: the same with each pool at threads / 2 (threads >= 2): the machine's cores split
+  between the halves instead of oversubscribed.
+
+Printed: env-steps/s of each and the ratios to whole (medians over repeats). Every side is stepped
+with the same uniform random actions and autoresets, as `benchmarks.breakdown` steps it.
+
+    python -m benchmarks.overlap [--tasks SimToolReal-v0] [--num-envs 64 256] [--threads 1 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from tqdm import tqdm
+
+import mjvec  # noqa: F401  (registers the tasks)
+from benchmarks.breakdown import TASK_OPTIONS
+
+
+class Side:
+    """Envs of one layout ((offset, num_envs, threads) each) stepped together, one thread per env."""
+
+    def __init__(self, env_id: str, layout: list[tuple[int, int, int]], steps: int) -> None:
+        options = TASK_OPTIONS.get(env_id, {})
+        self.envs = [gym.make_vec(env_id, num_envs=n, num_threads=t, env_id_offset=offset, **options)
+                     for offset, n, t in layout]
+        self.num_envs = sum(n for _, n, _ in layout)
+        rng = np.random.default_rng(0)
+        self.actions = []
+        for env in self.envs:
+            env.reset(seed=0)
+            space = env.action_space
+            self.actions.append([rng.uniform(space.low, space.high).astype(space.dtype) for _ in range(16)])
+        self.steps = steps
+        self.rates: list[float] = []
+
+    def _loop(self, k: int) -> None:
+        env, actions = self.envs[k], self.actions[k]
+        for i in range(self.steps):
+            env.step(actions[i % len(actions)])
+
+    def run(self) -> None:
+        """One block: every env makes `steps` steps; records env-steps/s of the whole side."""
+        helpers = [threading.Thread(target=self._loop, args=(k,)) for k in range(1, len(self.envs))]
+        start = time.perf_counter()
+        for helper in helpers:
+            helper.start()
+        self._loop(0)
+        for helper in helpers:
+            helper.join()
+        self.rates.append(self.num_envs * self.steps / (time.perf_counter() - start))
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def sides(env_id: str, n: int, threads: int, steps: int) -> dict[str, Side]:
+    """The sides measured for one (task, num_envs, threads)."""
+    half = n // 2
+    out = {"whole": Side(env_id, [(0, n, threads)], steps),
+           "halves": Side(env_id, [(0, half, threads), (half, n - half, threads)], steps)}
+    if threads >= 2:
+        out["halves-split"] = Side(env_id, [(0, half, threads // 2), (half, n - half, threads - threads // 2)], steps)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[tuple[str, int, int], dict[str, Side]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["SimToolReal-v0", "playground/Go1JoystickFlatTerrain-v0"])
+    parser.add_argument("--num-envs", nargs="+", type=int, default=[64, 256])
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--steps", type=int, default=0, help="steps per block (0: about 20,000 env steps)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    cases = {(task, n, t): sides(task, n, t, args.steps or max(4, 20_000 // n))
+             for task in args.tasks for n in args.num_envs for t in args.threads}
+    every = [side for case in cases.values() for side in case.values()]
+    for side in every:  # warm-up: first-call checks, caches, the first resets
+        side.run()
+        side.rates.clear()
+    for _ in tqdm(range(args.repeats), desc="repeats", disable=None):
+        for side in every:  # interleaved: a slow moment of the machine hits every side alike
+            side.run()
+    for (task, n, t), case in cases.items():
+        print(report(task, n, t, case), flush=True)
+    for side in every:
+        side.close()
+    return cases
+
+
+def report(task: str, n: int, threads: int, case: dict[str, Any]) -> str:
+    rate = {name: statistics.median(side.rates) for name, side in case.items()}
+    parts = " | ".join(f"{name} {r:,.0f} env-steps/s ({r / rate['whole']:.2f}x)" for name, r in rate.items())
+    return f"{task} num_envs={n} threads={threads}: {parts}"
+
+
+if __name__ == "__main__":
+    main()
