@@ -14,8 +14,9 @@ For each task and (num_envs, threads), one run interleaves, per repeat:
 - halves-split: the same with each pool at threads / 2 (threads >= 2): the machine's cores split
   between the halves instead of oversubscribed.
 
-Printed: env-steps/s of each and the ratios to whole (medians over repeats). Every side is stepped
-with the same uniform random actions and autoresets, as `benchmarks.breakdown` steps it.
+Printed: env-steps/s of each and the ratios to whole (medians over repeats). Every env is stepped
+with uniform random actions (16 batches drawn once per env, cycled) and autoresets, as
+`benchmarks.breakdown` steps it.
 
     python -m benchmarks.overlap [--tasks SimToolReal-v0] [--num-envs 64 256] [--threads 1 2]
 """
@@ -26,7 +27,6 @@ import argparse
 import statistics
 import threading
 import time
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, int, int], dict[str, 
     return cases
 
 
-def report(task: str, n: int, threads: int, case: dict[str, Any]) -> str:
+def report(task: str, n: int, threads: int, case: dict[str, Side]) -> str:
     rate = {name: statistics.median(side.rates) for name, side in case.items()}
     parts = " | ".join(f"{name} {r:,.0f} env-steps/s ({r / rate['whole']:.2f}x)" for name, r in rate.items())
     return f"{task} num_envs={n} threads={threads}: {parts}"

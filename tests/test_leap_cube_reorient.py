@@ -316,15 +316,12 @@ def test_the_trainer_configs_load_into_the_trainers() -> None:
     """agents/ppo.yaml parses as examples/ppo.py's options (unknown keys are refused there) and
     rsl_rl_ppo.yaml holds an OnPolicyRunner train section (tests/test_leap_playground.py checks
     their values against Playground's)."""
-    from pathlib import Path
-
     import yaml
 
-    from tests.policy_files import example_module
+    from tests.policy_files import ROOT, example_module
 
-    root = Path(__file__).resolve().parents[1]
     ppo = example_module("ppo.py", "ppo_example_leap")
-    agents = root / "mjvec" / "tasks" / "leap_cube_reorient" / "agents"
+    agents = ROOT / "mjvec" / "tasks" / "leap_cube_reorient" / "agents"
     args = ppo.parse_args(["--config", str(agents / "ppo.yaml"), "--num-envs", "16"])
     assert args.env_id == ENV_ID and args.asymmetric and args.randomization == "paper" and args.num_envs == 16
     assert (args.num_steps, args.num_minibatches, args.update_epochs, args.gamma) == (40, 32, 4, 0.99)
