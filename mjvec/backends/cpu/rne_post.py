@@ -4,57 +4,170 @@ MuJoCo computes ``cacc``, ``cfrc_int`` and ``cfrc_ext`` only in mj_rnePostConstr
 forward pass runs only for models with force-type sensors, and an RK4 step's inner stages never
 (they skip sensors). Gymnasium's MuJoCo envs call it after every ``mj_step``, so their contact
 forces come from the step's LAST forward pass (an RK4 step's fourth stage). No sensor reproduces
-that, and `mujoco.batch` 4.0 has no per-simulation hook after a step, so this runs it on the host:
-the batches are persistent (one MjData per simulation, which keeps the contacts and constraint
-forces of its last call), and after each call every simulation concerned is copied into a scratch
-MjData (`Batch.get_data`) and mj_rnePostConstraint runs there. About 20-30 us per env per call
-on one core (the copy dominates), serial in Python: `benchmarks/gym_suite.py` reports the share.
-mujoco.batch's C API has ``mjb_apply`` (run a function on each simulation in the pool); exposed
-in Python it would do this in the batch's threads at about 1 us per env.
+that, so the batches are persistent (one MjData per simulation, which keeps the contacts and
+constraint forces of its last call) and after each call mj_rnePostConstraint runs on every
+simulation concerned. Two ways, the same bits (tested):
 
-Only ``cfrc_ext`` is provided: it depends on the model's structure alone (body roots, geom
-bodies, the friction cone), which every simulation of a group shares, so the group template is the
-right model for every env; ``cacc`` and ``cfrc_int`` also read per-env options (gravity) and are
-not offered.
+- the pool (default): `mujoco.batch`'s C function ``mjb_apply`` runs mj_rnePostConstraint on each
+  simulation in the batch's own threads, on that simulation's own model, with the GIL released;
+  a stage-NONE ``mjb_forward`` of the same simulations then copies each MjData's ``cfrc_ext``
+  into the batch's bound output. The Python binding of `mujoco.batch` 4.0 exposes neither
+  ``mjb_apply`` nor the ``mjBatch*``, so `_PoolApply` takes them from libmujoco through ctypes and
+  validates the pointer against the binding (nsim, nstate, the state rows' address, threads,
+  persistence) before the first use; any mismatch selects the serial way, logged at INFO.
+- serial (the fallback, and the tests' oracle): each simulation's whole MjData copied into a
+  scratch MjData (`Batch.get_data`) and mj_rnePostConstraint run there on the group's template,
+  on the calling thread.
+
+Only ``cfrc_ext`` is provided: it depends on the model's structure (body roots, geom bodies, the
+friction cone, equality anchors), which the serial way takes from the group template; ``cacc`` and
+``cfrc_int`` also read per-env options (gravity) and are not offered. Writing cacc and cfrc_int
+into the simulations' MjData changes nothing that a step reads (force sensors recompute them).
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
+import sys
+import sysconfig
 from collections.abc import Sequence
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
+from mjvec.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
 FIELD = "cfrc_ext"
+_STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
+# mujoco.batch's pybind11 object: after CPython's object header, a pointer to the C++ Batch, whose
+# first member is the mjBatch*. Only read for the pinned release, and validated before use.
+_LAYOUT_VERSION = "4.0.0"
+
+
+def _libmujoco() -> ctypes.CDLL | str:
+    """The libmujoco the bindings load (same file, so dlopen returns the loaded image), or why not."""
+    folder = Path(mujoco.__file__).parent
+    names = ("libmujoco.so*", "libmujoco*.dylib", "mujoco.dll")
+    found = sorted(p for pattern in names for p in folder.glob(pattern))
+    if not found:
+        return f"no libmujoco in {folder}"
+    lib = ctypes.CDLL(str(found[0]))
+    for name, res, args in (("mjb_nsim", ctypes.c_int, [ctypes.c_void_p]),
+                            ("mjb_nstate", ctypes.c_int, [ctypes.c_void_p]),
+                            ("mjb_nthread", ctypes.c_int, [ctypes.c_void_p]),
+                            ("mjb_persistent", ctypes.c_int, [ctypes.c_void_p]),
+                            ("mjb_state", ctypes.c_void_p, [ctypes.c_void_p]),
+                            ("mjb_apply", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int])):
+        function = getattr(lib, name)
+        function.restype, function.argtypes = res, args
+    return lib
+
+
+def _batch_pointer(batch, lib: ctypes.CDLL) -> int | str:
+    """The ``mjBatch*`` of `batch` (a `mujoco.batch.Batch`), or why it cannot be taken."""
+    if mujoco.__version__ != _LAYOUT_VERSION:
+        return f"mujoco {mujoco.__version__} is not {_LAYOUT_VERSION}, the release whose binding layout is known"
+    if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return "not a standard CPython build (its object header differs)"
+    word = ctypes.sizeof(ctypes.c_void_p)
+    inner = batch._b
+    if type(inner).__basicsize__ < 3 * word:
+        return f"{type(inner).__name__} is smaller than a pybind11 instance"
+    holder = ctypes.c_void_p.from_address(id(inner) + 2 * word).value
+    if not holder:
+        return "the binding holds no C++ object"
+    pointer = ctypes.c_void_p.from_address(holder).value
+    if not pointer:
+        return "the C++ Batch holds no mjBatch"
+    state = inner.state()
+    checks = {"nsim": (lib.mjb_nsim(pointer), batch.nsim), "nstate": (lib.mjb_nstate(pointer), batch.nstate),
+              "nthread": (lib.mjb_nthread(pointer), batch.nthread),
+              "persistent": (lib.mjb_persistent(pointer), 1),
+              "state rows": (lib.mjb_state(pointer), state.ctypes.data)}
+    wrong = [f"{name} {got} != {want}" for name, (got, want) in checks.items() if got != want]
+    return f"the pointer does not describe the batch ({', '.join(wrong)})" if wrong else pointer
+
+
+class _PoolApply:
+    """mj_rnePostConstraint on a batch's simulations in its thread pool (see the module docstring)."""
+
+    def __init__(self, lib: ctypes.CDLL, batch, pointer: int) -> None:
+        self._lib, self._batch, self._pointer = lib, batch, pointer
+        # mjb_apply calls func(m, d, sim, arg); mj_rnePostConstraint(m, d) takes the first two and
+        # ignores the rest, which every C calling convention MuJoCo ships for (x86-64 SysV and
+        # Windows, AArch64) allows: the caller passes and cleans up the arguments.
+        self._func = ctypes.cast(lib.mj_rnePostConstraint, ctypes.c_void_p).value
+
+    def __call__(self, rows: np.ndarray | None) -> None:
+        ids = None if rows is None else np.ascontiguousarray(rows, np.int32)
+        nid = 0 if ids is None else ids.size
+        if ids is not None and not nid:
+            return
+        failed = self._lib.mjb_apply(self._pointer, None if ids is None else ids.ctypes.data, nid,
+                                     self._func, None, 0)
+        if failed:  # mj_rnePostConstraint raises no MuJoCo error; a failure means a broken batch
+            raise RuntimeError(f"mjb_apply(mj_rnePostConstraint) failed in {failed} simulations")
+        # Copies every bound output, cfrc_ext among them, from each simulation's MjData.
+        self._batch.forward(ids, stage=_STAGE_NONE)
 
 
 class RnePostConstraint:
-    """Per group, a backend-owned (E_g, nbody, 6) ``cfrc_ext`` (row r: the group's simulation r),
-    refreshed by `update` after each call; the backend binds it as that group's rows.
+    """Per group, ``cfrc_ext`` (E_g, nbody, 6) of its simulations (row r: the group's simulation r),
+    recomputed by `update` after each call; read only, and live: `update` refreshes it in place.
 
     templates / batches: per group, its template model and its persistent `mujoco.batch.Batch`.
+    pool: run in the batches' thread pools where the pointer validates (else serially).
     """
 
-    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence) -> None:
-        self._templates = list(templates)
-        self._batches = list(batches)
-        self._scratch = [mujoco.MjData(m) for m in self._templates]
-        # get_data writes into the scratch data in place, so each view below stays valid.
-        self._scratch_cfrc = [d.cfrc_ext for d in self._scratch]
-        self.cfrc_ext = [np.zeros((b.nsim, m.nbody, 6)) for m, b in zip(self._templates, self._batches, strict=True)]
-        for out in self.cfrc_ext:
-            out.setflags(write=False)
+    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence, pool: bool = True) -> None:
+        self._templates, self._batches = list(templates), list(batches)
+        flat = [i for i, b in enumerate(self._batches) if not b.persistent]
+        if flat:
+            raise ConfigError(f"RnePostConstraint needs persistent batches (one MjData per simulation); groups {flat} "
+                              "are not: build them with mujoco.batch.Batch(..., persistent=True)")
+        self._pools: list[_PoolApply] | None = None
+        reason = "pool=False"
+        lib = _libmujoco() if pool else reason
+        if not isinstance(lib, str):
+            pointers = [_batch_pointer(b, lib) for b in self._batches]
+            reason = next((p for p in pointers if isinstance(p, str)), "")
+            if not reason:
+                self._pools = [_PoolApply(lib, b, p) for b, p in zip(self._batches, pointers, strict=True)]
+        else:
+            reason = lib
+        if self._pools is None:
+            log.info("mj_rnePostConstraint runs serially on the host (%s)", reason)
+            self._scratch = [mujoco.MjData(m) for m in self._templates]
+            self.cfrc_ext = [np.zeros((b.nsim, m.nbody, 6)) for m, b in zip(self._templates, self._batches,
+                                                                             strict=True)]
+            for out in self.cfrc_ext:
+                out.setflags(write=False)
+        else:
+            self.cfrc_ext = [b.bind(FIELD) for b in self._batches]
+
+    @property
+    def pooled(self) -> bool:
+        """Whether `update` runs in the batches' thread pools."""
+        return self._pools is not None
 
     def update(self, group: int, rows: np.ndarray | None = None) -> None:
         """Recompute ``cfrc_ext`` of group `group`'s simulations `rows` (None: all of them)."""
+        if self._pools is not None:
+            self._pools[group](rows)
+            return
         batch, model, data = self._batches[group], self._templates[group], self._scratch[group]
-        scratch, out = self._scratch_cfrc[group], self.cfrc_ext[group]
+        out = self.cfrc_ext[group]
         rows = np.arange(out.shape[0]) if rows is None else np.asarray(rows, np.int64)
         out.setflags(write=True)
         try:
             for row in rows.tolist():
                 batch.get_data(row, data)
                 mujoco.mj_rnePostConstraint(model, data)
-                out[row] = scratch
+                out[row] = data.cfrc_ext
         finally:
             out.setflags(write=False)
