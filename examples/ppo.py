@@ -648,6 +648,9 @@ def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym
         (args.out_dir / f"rank{rank}.json").write_text(json.dumps(report))
     envs.close()
     if dist.is_initialized():
+        # Every rank leaves together: a rank that tears gloo down while its peer still writes the
+        # checkpoint can abort in gloo's threads ("terminate called without an active exception").
+        dist.barrier()
         dist.destroy_process_group()
 
 
