@@ -104,16 +104,30 @@ class _PoolApply:
         self._func = ctypes.cast(lib.mj_rnePostConstraint, ctypes.c_void_p).value
 
     def __call__(self, rows: np.ndarray | None) -> None:
-        ids = None if rows is None else np.ascontiguousarray(rows, np.int32)
-        nid = 0 if ids is None else ids.size
-        if ids is not None and not nid:
-            return
-        failed = self._lib.mjb_apply(self._pointer, None if ids is None else ids.ctypes.data, nid,
-                                     self._func, None, 0)
+        if rows is None:  # mjb_apply's NULL ids: every simulation
+            ids, address = None, None
+        else:
+            ids = np.ascontiguousarray(rows, np.int32)
+            if not ids.size:
+                return
+            address = ids.ctypes.data
+        failed = self._lib.mjb_apply(self._pointer, address, 0 if ids is None else ids.size, self._func, None, 0)
         if failed:  # mj_rnePostConstraint raises no MuJoCo error; a failure means a broken batch
             raise RuntimeError(f"mjb_apply(mj_rnePostConstraint) failed in {failed} simulations")
         # Copies every bound output, cfrc_ext among them, from each simulation's MjData.
         self._batch.forward(ids, stage=_STAGE_NONE)
+
+
+def _pools(batches: Sequence, pool: bool) -> list[_PoolApply] | str:
+    """One `_PoolApply` per batch, or why the serial pass runs instead."""
+    if not pool:
+        return "pool=False"
+    lib = _libmujoco()
+    if isinstance(lib, str):
+        return lib
+    pointers = [_batch_pointer(b, lib) for b in batches]
+    reason = next((p for p in pointers if isinstance(p, str)), None)
+    return reason if reason is not None else [_PoolApply(lib, b, p) for b, p in zip(batches, pointers, strict=True)]
 
 
 class RnePostConstraint:
@@ -130,25 +144,16 @@ class RnePostConstraint:
         if flat:
             raise ConfigError(f"RnePostConstraint needs persistent batches (one MjData per simulation); groups {flat} "
                               "are not: build them with mujoco.batch.Batch(..., persistent=True)")
-        self._pools: list[_PoolApply] | None = None
-        reason = "pool=False"
-        lib = _libmujoco() if pool else reason
-        if not isinstance(lib, str):
-            pointers = [_batch_pointer(b, lib) for b in self._batches]
-            reason = next((p for p in pointers if isinstance(p, str)), "")
-            if not reason:
-                self._pools = [_PoolApply(lib, b, p) for b, p in zip(self._batches, pointers, strict=True)]
-        else:
-            reason = lib
-        if self._pools is None:
-            log.info("mj_rnePostConstraint runs serially on the host (%s)", reason)
-            self._scratch = [mujoco.MjData(m) for m in self._templates]
-            self.cfrc_ext = [np.zeros((b.nsim, m.nbody, 6)) for m, b in zip(self._templates, self._batches,
-                                                                             strict=True)]
-            for out in self.cfrc_ext:
-                out.setflags(write=False)
-        else:
+        pools = _pools(self._batches, pool)
+        self._pools = None if isinstance(pools, str) else pools
+        if self._pools is not None:
             self.cfrc_ext = [b.bind(FIELD) for b in self._batches]
+            return
+        log.info("mj_rnePostConstraint runs serially on the host (%s)", pools)
+        self._scratch = [mujoco.MjData(m) for m in self._templates]
+        self.cfrc_ext = [np.zeros((b.nsim, m.nbody, 6)) for m, b in zip(self._templates, self._batches, strict=True)]
+        for out in self.cfrc_ext:
+            out.setflags(write=False)
 
     @property
     def pooled(self) -> bool:
