@@ -20,105 +20,53 @@ results correctly rounded), `sin`/`cos`/`sincos` within 1 ulp for |x| <= 100 and
 2**19 pi / 2 (larger arguments keep their determinism and lose accuracy), `atan2` finite inputs
 (signed zeros as numpy), `hypot` |x|, |y| below 1e150, `asin` [-1, 1], `tanh` any input.
 
-The constants are derived below from pi's and ln 2's decimal expansions (Python's `decimal`); the
-polynomials are Taylor series on reduced ranges, truncated where the next term is below 2**-60 of
-the result.
+The constants (`mjvec._portable_constants`) are derived from pi's and ln 2's decimal expansions
+(Python's `decimal`); the polynomials are Taylor series on reduced ranges, truncated where the next
+term is below 2**-60 of the result. Each function is written once for any namespace; on numpy,
+`log`, `exp` and `sincos` run `mjvec._portable_host`'s kernels instead: the same operations in the
+same order with in-place arithmetic, the same bits for less time per call (`log` and `exp` only
+where every input is inside the kernel's range; elsewhere the call runs the generic formula).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from decimal import Decimal, localcontext
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from mjvec import _portable_host as host
+from mjvec._portable_constants import (
+    _ATAN,
+    _ATAN_EIGHTHS,
+    _COS,
+    _EXP,
+    _EXP_MAX,
+    _EXP_MIN,
+    _INV_LN2,
+    _LN2_HI,
+    _LN2_LO,
+    _LOG,
+    _PI_HI,
+    _PI_LO,
+    _PIO2_1,
+    _PIO2_2,
+    _PIO2_3,
+    _PIO2_HI,
+    _PIO2_LO,
+    _SIN,
+    _SQRT2,
+    _TANH,
+    _TANH_SERIES,
+    _TINY,
+    _TWO_OVER_PI,
+)
 from mjvec.xp import namespace_of
 
 __all__ = ["asin", "atan2", "cos", "exp", "fma", "hypot", "log", "sin", "sincos", "tanh"]
 
 Array = Any
-
-_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899863")
-
-
-def _truncated(value: Decimal, bits: int) -> float:
-    """`value` as a double that keeps only its leading `bits` significant bits (the rest zero), so
-    that a product with an integer of up to 53 - bits bits is exact."""
-    mantissa, exponent = math.frexp(float(value))
-    scale = 2.0**bits
-    return math.ldexp(math.floor(mantissa * scale) / scale, exponent)
-
-
-def _split(value: Decimal, bits: int, parts: int) -> tuple[float, ...]:
-    out = []
-    with localcontext() as ctx:
-        ctx.prec = 80
-        rest = value
-        for i in range(parts):
-            piece = float(rest) if i == parts - 1 else _truncated(rest, bits)
-            out.append(piece)
-            rest = rest - Decimal(piece)
-    return tuple(out)
-
-
-def _constants() -> dict[str, Any]:
-    with localcontext() as ctx:
-        ctx.prec = 80
-        ln2 = Decimal(2).ln()
-        pio2 = _PI / 2
-        atans = []
-        for j in range(9):
-            atans.append(_split(_atan_decimal(Decimal(j) / 8), 53, 2))
-        return {
-            "ln2": _split(ln2, 42, 2),
-            "inv_ln2": float(1 / ln2),
-            "pio2_reduction": _split(pio2, 33, 3),
-            "pio2": _split(pio2, 53, 2),
-            "two_over_pi": float(2 / _PI),
-            "sqrt2": float(Decimal(2).sqrt()),
-            "atan_eighths": atans,
-            "pi": _split(_PI, 53, 2),
-            "exp_max": float(Decimal(float(np.finfo(np.float64).max)).ln()),
-            "exp_min": float(-1075 * ln2),
-        }
-
-
-def _atan_decimal(c: Decimal) -> Decimal:
-    """atan(c) for 0 <= c <= 1 to the context's precision: halve the argument until it is small,
-    atan(c) = 2 atan(c / (1 + sqrt(1 + c^2))), then sum the alternating series."""
-    halvings = 0
-    while c > Decimal("0.01"):
-        c = c / (1 + (1 + c * c).sqrt())
-        halvings += 1
-    total, term, k, c2 = Decimal(0), c, 0, c * c
-    while abs(term) > Decimal(10) ** -70:
-        total += term / (2 * k + 1) * (-1 if k % 2 else 1)
-        term *= c2
-        k += 1
-    return total * (2**halvings)
-
-
-_C = _constants()
-_LN2_HI, _LN2_LO = _C["ln2"]
-_INV_LN2 = _C["inv_ln2"]
-_PIO2_1, _PIO2_2, _PIO2_3 = _C["pio2_reduction"]
-_PIO2_HI, _PIO2_LO = _C["pio2"]
-_PI_HI, _PI_LO = _C["pi"]
-_TWO_OVER_PI = _C["two_over_pi"]
-_SQRT2 = _C["sqrt2"]
-_ATAN_EIGHTHS = _C["atan_eighths"]
-_TINY = float(np.finfo(np.float64).tiny)  # the smallest normal double
-_EXP_MAX = _C["exp_max"]  # above: e^x overflows
-_EXP_MIN = _C["exp_min"]  # below: e^x rounds to zero (under half the smallest subnormal)
-# Taylor coefficients, each rounded once from an exact fraction.
-_EXP = [float(Fraction(1, math.factorial(n))) for n in range(2, 14)]  # r^n / n!, n = 2..13
-_SIN = [float(Fraction((-1) ** k, math.factorial(2 * k + 1))) for k in range(1, 10)]  # r^(2k+1)
-_COS = [float(Fraction((-1) ** k, math.factorial(2 * k))) for k in range(2, 10)]  # r^(2k), k >= 2
-_LOG = [float(Fraction(2, 2 * k + 1)) for k in range(1, 11)]  # 2 atanh(s) = 2s + s * sum(2 z^k / (2k+1))
-_ATAN = [float(Fraction((-1) ** k, 2 * k + 1)) for k in range(1, 9)]  # t^(2k+1) / (2k+1), alternating
 
 
 def _quiet(function: Any) -> Any:
@@ -172,6 +120,15 @@ def _pow2(xp: Any, k: Array) -> Array:
     return ((k + 1023) << 52).view(xp.float64)
 
 
+def _within(a: np.ndarray, low: float, high: float, upper_open: bool = False) -> bool:
+    """True if a is non-empty and every element is in [low, high] ([low, high) with upper_open):
+    the inputs where `mjvec._portable_host`'s kernel computes the generic formula's bits (nan fails)."""
+    if a.size == 0:
+        return False
+    top = a.max()
+    return bool(a.min() >= low and (top < high if upper_open else top <= high))
+
+
 def _sign_bit(xp: Any, a: Array) -> Array:
     """True where a's sign bit is set (negative numbers and -0.0)."""
     return a.view(xp.int64) < 0
@@ -183,6 +140,11 @@ def log(x: Array) -> Array:
     s = (m - 1) / (m + 1), and e ln 2 in two parts (the high part's product with e is exact).
     Subnormal inputs are scaled into the normal range first."""
     xp, a, back = _prepare(x)
+    fast = xp is np and _within(a, _TINY, math.inf, upper_open=True)
+    return back(host.log(a) if fast else _log64(xp, a))
+
+
+def _log64(xp: Any, a: Array) -> Array:
     subnormal = a < _TINY
     scaled = a * (1.0 + xp.astype(subnormal, xp.float64) * (2.0**54 - 1.0))
     bits = scaled.view(xp.int64)
@@ -199,7 +161,7 @@ def log(x: Array) -> Array:
     out = ef * _LN2_HI + ((f - s * (f - r)) + ef * _LN2_LO)
     out = xp.where(a == math.inf, math.inf, out)
     out = xp.where(a > 0.0, out, xp.where(a == 0.0, -math.inf, math.nan))
-    return back(xp.where(a != a, a, out))
+    return xp.where(a != a, a, out)
 
 
 @_quiet
@@ -207,6 +169,11 @@ def exp(x: Array) -> Array:
     """e^x = 2^k e^r with k = round(x / ln 2), r = x - k ln 2 (two-part ln 2), |r| <= ln 2 / 2;
     2^k applied as two factors so that results in the subnormal range round once."""
     xp, a, back = _prepare(x)
+    fast = xp is np and _within(a, _EXP_MIN, _EXP_MAX)
+    return back(host.exp(a) if fast else _exp64(xp, a))
+
+
+def _exp64(xp: Any, a: Array) -> Array:
     clipped = xp.clip(a, -746.0, 710.0)
     kf = xp.floor(clipped * _INV_LN2 + 0.5)
     r = (clipped - kf * _LN2_HI) - kf * _LN2_LO
@@ -215,7 +182,7 @@ def exp(x: Array) -> Array:
     half = k >> 1
     out = (1.0 + p) * _pow2(xp, half) * _pow2(xp, k - half)
     out = xp.where(a > _EXP_MAX, math.inf, xp.where(a < _EXP_MIN, 0.0, out))
-    return back(xp.where(a != a, a, out))
+    return xp.where(a != a, a, out)
 
 
 def _sincos64(xp: Any, a: Array) -> tuple[Array, Array]:
@@ -239,7 +206,7 @@ def _sincos64(xp: Any, a: Array) -> tuple[Array, Array]:
 def sincos(x: Array) -> tuple[Array, Array]:
     """(sin x, cos x) from one argument reduction: x = k pi/2 + r, pi/2 in three parts."""
     xp, a, back = _prepare(x)
-    s, c = _sincos64(xp, a)
+    s, c = host.sincos(a) if xp is np else _sincos64(xp, a)
     return back(s), back(c)
 
 
@@ -307,19 +274,6 @@ def hypot(x: Array, y: Array) -> Array:
     return back(xp.sqrt(xa * xa + ya * ya))
 
 
-def _bernoulli(n: int) -> list[Fraction]:
-    """B_0 .. B_n (B_1 = -1/2), by the Akiyama-Tanigawa recurrence's equivalent sum."""
-    b = [Fraction(1)]
-    for m in range(1, n + 1):
-        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
-    return b
-
-
-# tanh x = x (1 + sum c_k x^(2k)), c_k from the Bernoulli numbers; used for |x| < _TANH_SERIES,
-# where 1 - e^(-2|x|) would cancel (the terms fall by about (x / (pi/2))^2 each).
-_TANH_SERIES = 0.25
-_TANH = [float(Fraction(2 ** (2 * n) * (2 ** (2 * n) - 1), math.factorial(2 * n)) * _bernoulli(2 * n)[2 * n])
-         for n in range(2, 15)]
 
 
 @_quiet

@@ -184,3 +184,59 @@ def test_the_scan_finds_such_a_call(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("import numpy as np\n\ndef f(x, xp):\n    return np.arctan2(x, x) + xp.log(x) + x.sum()\n")
     assert _calls(module) == {"np.arctan2", "xp.log"}
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def _random_doubles(low: float, high: float, n: int, seed: int) -> np.ndarray:
+    """n doubles with uniformly random bit patterns between those of low and high (0 <= low <= high):
+    every binade equally often, so the edges of each formula's ranges are reached."""
+    lo, hi = _bits(np.array([low]))[0], _bits(np.array([high]))[0]
+    return np.random.default_rng(seed).integers(lo, hi, n, endpoint=True).view(np.float64)
+
+
+def test_numpy_kernels_give_the_generic_formulas_bits() -> None:
+    """mjvec._portable_host's in-place kernels against the namespace-generic formulas (run on numpy
+    here; torch runs them on devices), bit for bit, on their domains: random bit patterns across
+    every binade, the range's edges and the values where a formula's branches meet."""
+    from mjvec import _portable_host as host
+
+    rng = np.random.default_rng(7)
+    sqrt2 = np.sqrt(2.0)
+    log_in = np.concatenate([_random_doubles(P._TINY, np.finfo(np.float64).max, 20000, 1),
+                             (rng.integers(0, 2**32, 5000) + 1.0) * 2.0**-32,
+                             [P._TINY, np.finfo(np.float64).max, 1.0, 2.0, 0.5, sqrt2, np.nextafter(sqrt2, 0),
+                              np.nextafter(sqrt2, 2), np.nextafter(1.0, 0), np.nextafter(1.0, 2)]])
+    exp_in = np.concatenate([rng.uniform(P._EXP_MIN, P._EXP_MAX, 20000), rng.uniform(-1, 1, 5000),
+                             _random_doubles(0.0, 700.0, 5000, 2), -_random_doubles(0.0, 745.0, 5000, 3),
+                             [P._EXP_MIN, P._EXP_MAX, 0.0, -0.0, np.log(2) / 2, -1022 * np.log(2)]])
+    angles = rng.integers(0, 2**32, 5000) * (2 * np.pi / 2**32)
+    any_bits = np.random.default_rng(4).integers(-(2**63), 2**63 - 1, 20000, dtype=np.int64).view(np.float64)
+    sincos_in = np.concatenate([angles, rng.uniform(-100, 100, 5000), any_bits, np.arange(-16, 17) * np.pi / 4,
+                                [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e300, -1e300]])
+    with np.errstate(all="ignore"):
+        pairs = [("log", host.log(log_in), P._log64(np, log_in)), ("exp", host.exp(exp_in), P._exp64(np, exp_in))]
+        for name, got, want in zip(("sin", "cos"), host.sincos(sincos_in), P._sincos64(np, sincos_in), strict=True):
+            pairs.append((name, got, want))
+    for name, got, want in pairs:
+        np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=name)
+    # 0-d inputs run as (1,) arrays and come back 0-d.
+    assert host.log(np.array(2.0)).shape == () and host.sincos(np.array(1.0))[0].shape == ()
+
+
+def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
+    """One subnormal, zero, negative, inf or nan (log), or one value beyond the exponent range (exp),
+    sends the whole call to the generic formula: the results keep its bits and special values."""
+    base = _golden(100, 0.1, 10.0)
+    for extra in (5e-324, 0.0, -1.0, np.inf, np.nan):
+        x = np.append(base, extra)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(_bits(P.log(x)), _bits(P._log64(np, x)), err_msg=str(extra))
+    for extra in (-800.0, 800.0, np.nan, -np.inf):
+        x = np.append(base, extra)
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(_bits(P.exp(x)), _bits(P._exp64(np, x)), err_msg=str(extra))
+    assert P.log(np.array([0.0, -1.0]))[0] == -np.inf and np.isnan(P.log(np.array([-1.0]))[0])
+    assert P.exp(np.array([800.0, -800.0])).tolist() == [np.inf, 0.0]
