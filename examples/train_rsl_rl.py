@@ -91,6 +91,9 @@ class Args:
     """the policy's initial action std (None: the config's)"""
     time_limit_s: float | None = None
     """stop at the first chunk of CHUNK iterations that ends past this many seconds (None: none)"""
+    resume: Path | None = None
+    """an rsl_rl checkpoint (model_<it>.pt) to continue from: its networks, observation normalizers,
+    optimizer state and iteration count (the env restarts: fresh episodes from --seed)"""
 
 
 def env_options(args: Args) -> dict[str, Any]:
@@ -120,6 +123,9 @@ def main(args: Args) -> Path:
     log_dir = args.log_dir or Path("out/rsl_rl") / args.env_id
     runner = OnPolicyRunner(venv, train_cfg, log_dir=str(log_dir), device=args.device)
     save_run_config(log_dir, venv, runner.cfg, {k: v for k, v in options.items() if k != "device"})
+    if args.resume is not None:
+        runner.load(str(args.resume), map_location=args.device)
+        runner.current_learning_iteration += 1  # the checkpoint's iteration is done: go on from the next
     start, done = time.perf_counter(), 0
     while done < args.max_iterations:
         if done:

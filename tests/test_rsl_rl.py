@@ -218,3 +218,28 @@ def test_train_rsl_rl_time_limit_stops_after_a_chunk_and_init_std_sets_the_polic
     first = torch.load(tmp_path / "model_0.pt", map_location="cpu", weights_only=False)
     std = first["actor_state_dict"]["distribution.std_param"]
     assert torch.allclose(std, torch.full_like(std, 0.25), rtol=0.1)
+
+
+def test_train_rsl_rl_resume_continues_the_checkpoints_iterations_and_weights(tmp_path):
+    """--resume: the run goes on from the checkpoint's next iteration with its networks (the policy
+    std is the checkpoint's, not --init-std's) and its optimizer state."""
+
+    import torch
+
+    from tests.policy_files import example_module
+
+    module = example_module("train_rsl_rl.py", "train_rsl_rl_resume")
+    common = {"env_id": "CubeRotate-v0", "num_envs": 8, "num_steps_per_env": 4, "option": ["num_cubes=2"]}
+    first = module.main(module.Args(**common, max_iterations=2, log_dir=tmp_path / "a", init_std=0.25))
+    assert first == tmp_path / "a" / "model_1.pt"
+    last = module.main(module.Args(**common, max_iterations=1, log_dir=tmp_path / "b", init_std=1.0, resume=first))
+    assert last == tmp_path / "b" / "model_2.pt" and not (tmp_path / "b" / "model_1.pt").exists()
+    before = torch.load(first, map_location="cpu", weights_only=False)
+    after = torch.load(last, map_location="cpu", weights_only=False)
+    std = after["actor_state_dict"]["distribution.std_param"]
+    assert torch.allclose(std, before["actor_state_dict"]["distribution.std_param"], rtol=0.1)
+    assert not torch.allclose(std, torch.ones_like(std), rtol=0.3)
+    def steps(checkpoint: dict) -> list[float]:
+        return [float(s["step"]) for s in checkpoint["optimizer_state_dict"]["state"].values()]
+
+    assert min(steps(after)) > max(steps(before))  # Adam's counters went on from the checkpoint's
