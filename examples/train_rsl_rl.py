@@ -19,6 +19,7 @@ train config, the observation sizes and the env options) so that
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -93,7 +94,8 @@ class Args:
     """stop at the first chunk of CHUNK iterations that ends past this many seconds (None: none)"""
     resume: Path | None = None
     """an rsl_rl checkpoint (model_<it>.pt) to continue from: its networks, observation normalizers,
-    optimizer state and iteration count (the env restarts: fresh episodes from --seed)"""
+    optimizer state and iteration count (the env restarts: fresh episodes from --seed); with
+    --init-std too, the policy's std is then set to that value (exploration restarted)"""
 
 
 def env_options(args: Args) -> dict[str, Any]:
@@ -105,6 +107,17 @@ def env_options(args: Args) -> dict[str, Any]:
     if args.backend == "warp":
         options.update(backend="warp", device=args.device, array_backend="torch")
     return options
+
+
+def set_policy_std(runner: OnPolicyRunner, std: float) -> None:
+    """Every action dimension's std of the runner's Gaussian policy set to std (either of rsl_rl's
+    parameterisations: the std itself or its log)."""
+    distribution = runner.alg.actor.distribution
+    with torch.no_grad():
+        if distribution.std_type == "scalar":
+            distribution.std_param.fill_(std)
+        else:
+            distribution.log_std_param.fill_(math.log(std))
 
 
 def main(args: Args) -> Path:
@@ -126,6 +139,8 @@ def main(args: Args) -> Path:
     if args.resume is not None:
         runner.load(str(args.resume), map_location=args.device)
         runner.current_learning_iteration += 1  # the checkpoint's iteration is done: go on from the next
+        if args.init_std is not None:
+            set_policy_std(runner, args.init_std)
     start, done = time.perf_counter(), 0
     while done < args.max_iterations:
         if done:

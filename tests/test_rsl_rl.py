@@ -222,7 +222,7 @@ def test_train_rsl_rl_time_limit_stops_after_a_chunk_and_init_std_sets_the_polic
 
 def test_train_rsl_rl_resume_continues_the_checkpoints_iterations_and_weights(tmp_path):
     """--resume: the run goes on from the checkpoint's next iteration with its networks (the policy
-    std is the checkpoint's, not --init-std's) and its optimizer state."""
+    std is the checkpoint's) and its optimizer state; --resume with --init-std sets the std anew."""
 
     import torch
 
@@ -232,7 +232,7 @@ def test_train_rsl_rl_resume_continues_the_checkpoints_iterations_and_weights(tm
     common = {"env_id": "CubeRotate-v0", "num_envs": 8, "num_steps_per_env": 4, "option": ["num_cubes=2"]}
     first = module.main(module.Args(**common, max_iterations=2, log_dir=tmp_path / "a", init_std=0.25))
     assert first == tmp_path / "a" / "model_1.pt"
-    last = module.main(module.Args(**common, max_iterations=1, log_dir=tmp_path / "b", init_std=1.0, resume=first))
+    last = module.main(module.Args(**common, max_iterations=1, log_dir=tmp_path / "b", resume=first))
     assert last == tmp_path / "b" / "model_2.pt" and not (tmp_path / "b" / "model_1.pt").exists()
     before = torch.load(first, map_location="cpu", weights_only=False)
     after = torch.load(last, map_location="cpu", weights_only=False)
@@ -243,3 +243,6 @@ def test_train_rsl_rl_resume_continues_the_checkpoints_iterations_and_weights(tm
         return [float(s["step"]) for s in checkpoint["optimizer_state_dict"]["state"].values()]
 
     assert min(steps(after)) > max(steps(before))  # Adam's counters went on from the checkpoint's
+    reset = module.main(module.Args(**common, max_iterations=1, log_dir=tmp_path / "c", init_std=1.0, resume=first))
+    std = torch.load(reset, map_location="cpu", weights_only=False)["actor_state_dict"]["distribution.std_param"]
+    assert torch.allclose(std, torch.ones_like(std), rtol=0.1)  # one update after the reset to 1.0
