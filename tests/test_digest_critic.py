@@ -38,7 +38,8 @@ EXPECTED = {
                                  "glibc-no-fma": "6f9e34fd6f1ffb590d40ae50f64b0845"},
     ("cpu", "same_step", False): {"glibc-fma": "b588587ce41d6a021393a8efff8fc18c",
                                   "glibc-no-fma": "d5ef32182077de1ab0744f1766cb7c38"},
-    ("warp", "next_step", True): {"glibc-fma+torch-d9c56c39": "45ba3cc17940df3e71006ccb97428eb7"},
+    ("warp", "next_step", True): {"glibc-fma+torch-d9c56c39": "45ba3cc17940df3e71006ccb97428eb7",
+                                  "glibc-fma+torch-d725f104": "bc276e466c429eb75549405a8b997fc1"},
 }
 
 
