@@ -1,7 +1,10 @@
 """Learning curves of Go1 joystick runs: examples/ppo.py's progress.csv and rsl_rl's TensorBoard log.
 
-    python scripts/plot_go1_runs.py --ppo RUN/progress.csv --rsl-rl RSL_LOG_DIR --out curves.png \\
-        [--rsl-rl-csv rsl_rl.csv] [--num-envs 1024]
+    python scripts/plot_go1_runs.py [--ppo RUN/progress.csv] --rsl-rl RSL_LOG_DIR [RESUMED_DIR ...] \\
+        --out curves.png [--rsl-rl-csv rsl_rl.csv] [--num-envs 1024]
+
+Several --rsl-rl folders are one run and the runs that resumed it (`examples/train_rsl_rl.py
+--resume`), in order: their iterations are concatenated, and a dotted line marks each resume.
 
 Three panels against env steps: the mean length of the episodes that ended (control steps), and
 the two velocity-tracking terms per control step (weighted as in the reward: tracking_lin_vel x
@@ -50,11 +53,27 @@ def ppo_curves(path: Path) -> dict[str, np.ndarray]:
             "ang": col("mean_r_tracking_ang_vel"), "time_s": col("time_s")}
 
 
-def rsl_rl_curves(log_dir: Path, num_envs: int, steps_per_env: int) -> dict[str, np.ndarray]:
+def rsl_rl_curves(log_dirs: list[Path], num_envs: int, steps_per_env: int) -> dict[str, np.ndarray]:
     """The scalars of every iteration, in the order they were logged: train_rsl_rl.py's
-    --time-limit-s runs one runner.learn per chunk, each with its own events file."""
-    files = sorted(log_dir.glob("events.out.tfevents*"), key=lambda f: int(f.name.split(".")[3]))
+    --time-limit-s runs one runner.learn per chunk, each with its own events file; the folders
+    one after another. "resumes": the iteration index where each folder after the first begins."""
     records: dict[str, list[float]] = {key: [] for key in TAGS}
+    resumes = []
+    for i, log_dir in enumerate(log_dirs):
+        if i:
+            resumes.append(len(records["length"]))
+        _read_rsl_rl(log_dir, records)
+    length = np.array(records["length"])
+    its = np.arange(length.size, dtype=float)
+    out = {"iteration": its, "step": (its + 1) * num_envs * steps_per_env, "length": length,
+           "reward": np.array(records["reward"]), "resumes": np.array(resumes, dtype=float)}
+    for key in ("lin", "ang"):
+        out[key] = np.array(records[key]) / np.maximum(length, 1.0)
+    return out
+
+
+def _read_rsl_rl(log_dir: Path, records: dict[str, list[float]]) -> None:
+    files = sorted(log_dir.glob("events.out.tfevents*"), key=lambda f: int(f.name.split(".")[3]))
     for path in files:
         events = EventAccumulator(str(path), size_guidance={"scalars": 0})
         events.Reload()
@@ -65,25 +84,18 @@ def rsl_rl_curves(log_dir: Path, num_envs: int, steps_per_env: int) -> dict[str,
         for it in sorted(set.intersection(*(set(r) for r in rows))):
             for key, row in zip(TAGS, rows, strict=True):
                 records[key].append(row[it])
-    length = np.array(records["length"])
-    its = np.arange(length.size, dtype=float)
-    out = {"iteration": its, "step": (its + 1) * num_envs * steps_per_env, "length": length,
-           "reward": np.array(records["reward"])}
-    for key in ("lin", "ang"):
-        out[key] = np.array(records[key]) / np.maximum(length, 1.0)
-    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ppo", type=Path, required=True)
-    parser.add_argument("--rsl-rl", type=Path, required=True)
+    parser.add_argument("--ppo", type=Path)
+    parser.add_argument("--rsl-rl", type=Path, nargs="+", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rsl-rl-csv", type=Path)
     parser.add_argument("--num-envs", type=int, default=1024)
     parser.add_argument("--rsl-rl-steps-per-env", type=int, default=24)
     args = parser.parse_args()
-    ppo = ppo_curves(args.ppo)
+    ppo = None if args.ppo is None else ppo_curves(args.ppo)
     rsl = rsl_rl_curves(args.rsl_rl, args.num_envs, args.rsl_rl_steps_per_env)
     if args.rsl_rl_csv is not None:
         keys = ("iteration", "step", "length", "reward", "lin", "ang")
@@ -97,8 +109,13 @@ def main() -> None:
               "tracking_ang_vel per step (x 0.5)")
     for ax, key, title in zip(axes, ("length", "lin", "ang"), titles, strict=True):
         for run, label, color in ((ppo, "examples/ppo.py", "C0"), (rsl, "rsl_rl", "C1")):
+            if run is None:
+                continue
             ax.plot(run["step"] / 1e6, run[key], color=color, lw=0.6, alpha=0.35)
             ax.plot(run["step"] / 1e6, smooth(run[key]), color=color, lw=1.5, label=f"{label} (mean of {WINDOW})")
+        for it in rsl["resumes"]:
+            ax.axvline((it + 1) * args.num_envs * args.rsl_rl_steps_per_env / 1e6, color="k", ls=":", lw=1,
+                       label="rsl_rl resumed" if it == rsl["resumes"][0] else None)
         ax.set_title(title)
         ax.set_xlabel("env steps (millions)")
         ax.grid(alpha=0.3)
