@@ -318,20 +318,37 @@ class EnvRandom:
         n = _size(shape)
         words = (n + 1) // 2
         if self._host:
-            xp, out_dtype = np, np.dtype(dtype)
-            w = self._words(rows, stream, words, k).reshape(-1, words)
-            u1 = ((w >> np.uint64(32)).astype(np.float64) + 1.0) * _TWO_POW_M32
-            angle = (w & np.uint64(0xFFFFFFFF)).astype(np.float64) * _TURN_PER_WORD
-        else:
-            xp = self._xp
-            out_dtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
-            w = xp.reshape(self._words(rows, stream, words, k), (-1, words))
-            u1 = (xp.astype(_shr(w, 32), xp.float64) + 1.0) * _TWO_POW_M32
-            angle = xp.astype(w & 0xFFFFFFFF, xp.float64) * _TURN_PER_WORD
+            return self._host_normals(self._words(rows, stream, words, k).reshape(-1, words), n, k, shape, dtype)
+        xp = self._xp
+        out_dtype = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+        w = xp.reshape(self._words(rows, stream, words, k), (-1, words))
+        u1 = (xp.astype(_shr(w, 32), xp.float64) + 1.0) * _TWO_POW_M32
+        angle = xp.astype(w & 0xFFFFFFFF, xp.float64) * _TURN_PER_WORD
         r = xp.sqrt(-2.0 * portable.log(u1))
         sin, cos = portable.sincos(angle)
         z = xp.concat([r * cos, r * sin], axis=1)[:, :n]  # each request's pairs, as one request draws them
         return xp.reshape(xp.astype(z, out_dtype), (-1, k, *shape))
+
+    @staticmethod
+    def _host_normals(w: np.ndarray, n: int, k: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """`_normals`' transform of (rows, words) uint64 words on the host, with in-place operations:
+        the same operations on the same values as the namespace-generic lines, so the same bits."""
+        part = w >> np.uint64(32)
+        u1 = part.astype(np.float64)
+        u1 += 1.0
+        u1 *= _TWO_POW_M32
+        np.bitwise_and(w, np.uint64(0xFFFFFFFF), out=part)
+        angle = part.astype(np.float64)
+        angle *= _TURN_PER_WORD
+        r = portable.log(u1)
+        r *= -2.0
+        np.sqrt(r, out=r)
+        sin, cos = portable.sincos(angle)
+        words = w.shape[1]
+        z = np.empty((w.shape[0], 2 * words))
+        np.multiply(r, cos, out=z[:, :words])
+        np.multiply(r, sin, out=z[:, words:])
+        return z[:, :n].astype(np.dtype(dtype)).reshape(-1, k, *shape)
 
     def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
                  shape: tuple[int, ...] = ()) -> Any:

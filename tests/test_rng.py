@@ -159,3 +159,25 @@ def test_device_reseed_matches_the_host():
         r.seed([7, 8, 9], env_ids=np.array([1, 5, 60]))
     np.testing.assert_array_equal(dev.uniform(np.arange(64), "a", shape=(3,)).numpy(),
                                   host.uniform(np.arange(64), "a", shape=(3,)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [1, 6, 7])
+def test_host_normals_are_the_box_muller_formula_bit_for_bit(n, dtype):
+    """The host's in-place transform against Box-Muller written out with `mjvec.portable`'s generic
+    (namespace-independent) log and sincos: r = sqrt(-2 ln u1), (r cos(2 pi u2), r sin(2 pi u2))
+    for each word, the cosines first, an odd count dropping the last sine."""
+    from mjvec import portable
+
+    words = (n + 1) // 2
+    rng = np.random.default_rng(3)
+    w = rng.integers(0, 2**64 - 1, (500, words), dtype=np.uint64, endpoint=True)
+    w[:4, 0] = [0, 2**64 - 1, (2**32 - 1) << 32, 2**32 - 1]  # u1 at 2**-32 and 1, the angle at 0 and its top
+    u1 = ((w >> np.uint64(32)).astype(np.float64) + 1.0) * 2.0**-32
+    angle = (w & np.uint64(0xFFFFFFFF)).astype(np.float64) * (2.0 * math.pi * 2.0**-32)
+    r = np.sqrt(-2.0 * portable._log64(np, u1))
+    sin, cos = portable._sincos64(np, angle)
+    want = np.concatenate([r * cos, r * sin], axis=1)[:, :n].astype(dtype)
+    got = EnvRandom._host_normals(w, n, 1, (n,), dtype)
+    assert got.shape == (500, 1, n) and got.dtype == dtype
+    np.testing.assert_array_equal(got.reshape(500, n).view(np.uint8), want.view(np.uint8))
