@@ -58,6 +58,21 @@ def _one_d(kernel: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], Any]:
     return wrapper
 
 
+def _reduce(a: np.ndarray, inverse: float, parts: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kf, r, scratch): kf = floor(a inverse + 0.5), the nearest multiple's count, and the Cody-Waite
+    remainder r = ((a - kf p0) - kf p1) - ... of the constant given in parts; scratch is free."""
+    kf = a * inverse
+    kf += 0.5
+    np.floor(kf, out=kf)
+    r = kf * parts[0]
+    np.subtract(a, r, out=r)
+    scratch = np.empty_like(r)
+    for part in parts[1:]:
+        np.multiply(kf, part, out=scratch)
+        r -= scratch
+    return kf, r, scratch
+
+
 def _horner(z: np.ndarray, coefficients: list[float], out: np.ndarray) -> np.ndarray:
     """c0 + z (c1 + z (c2 + ...)) into out, as `mjvec.portable._horner` evaluates it."""
     np.multiply(z, coefficients[-1], out=out)
@@ -101,13 +116,7 @@ def log(a: np.ndarray) -> np.ndarray:
 @_one_d
 def exp(a: np.ndarray) -> np.ndarray:
     """e^a for float64 a in [_EXP_MIN, _EXP_MAX] (no clipping needed; the generic formula's bits)."""
-    kf = a * _INV_LN2
-    kf += 0.5
-    np.floor(kf, out=kf)
-    r = kf * _LN2_HI
-    np.subtract(a, r, out=r)
-    t = kf * _LN2_LO
-    r -= t
+    kf, r, t = _reduce(a, _INV_LN2, (_LN2_HI, _LN2_LO))
     p = _horner(r, _EXP, t)
     p *= r
     p += 1.0
@@ -128,15 +137,7 @@ def exp(a: np.ndarray) -> np.ndarray:
 @_one_d
 def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sin a, cos a) for float64 a (the generic formula's bits, nan and inf included)."""
-    kf = a * _TWO_OVER_PI
-    kf += 0.5
-    np.floor(kf, out=kf)
-    r = kf * _PIO2_1
-    np.subtract(a, r, out=r)
-    t = kf * _PIO2_2
-    r -= t
-    np.multiply(kf, _PIO2_3, out=t)
-    r -= t  # |r| <= pi / 4
+    kf, r, t = _reduce(a, _TWO_OVER_PI, (_PIO2_1, _PIO2_2, _PIO2_3))  # |r| <= pi / 4
     z = r * r
     s = _horner(z, _SIN, t)
     u = r * z
