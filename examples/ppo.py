@@ -145,6 +145,9 @@ class Args:
     """hidden layer widths of actor and critic MLPs"""
     init_log_std: float = 0.0
     """initial log standard deviation of the Gaussian policy"""
+    min_log_std: float | None = None
+    """lower bound of the policy's log standard deviation (rsl_rl's ``std_range``), so exploration
+    never falls below exp(min_log_std); None: unbounded"""
 
     seed: int = 1
     """seed of the env streams (keyed by global env id) and of torch"""
@@ -268,6 +271,7 @@ class Agent(nn.Module):
         self.critic_norm = RunningMeanStd(critic_dim)
         self.actor_mean = mlp(policy_dim, args.hidden, action_dim, out_gain=0.01)
         self.actor_logstd = nn.Parameter(torch.full((action_dim,), args.init_log_std))
+        self.min_log_std = args.min_log_std
         self.critic = mlp(critic_dim, args.hidden, 1, out_gain=1.0)
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
@@ -277,7 +281,8 @@ class Agent(nn.Module):
     def distribution(self, policy_obs: torch.Tensor) -> torch.distributions.Normal:
         x = self.policy_norm(policy_obs) if self.norm_obs else policy_obs
         mean = self.actor_mean(x)
-        return torch.distributions.Normal(mean, self.actor_logstd.expand_as(mean).exp())
+        log_std = self.actor_logstd if self.min_log_std is None else self.actor_logstd.clamp(min=self.min_log_std)
+        return torch.distributions.Normal(mean, log_std.expand_as(mean).exp())
 
 
 # ---- advantages with timeout bootstrap -------------------------------------------------------

@@ -90,6 +90,8 @@ class Args:
     """torch intra-op threads on the CPU (the simulator has its own pool)"""
     init_std: float | None = None
     """the policy's initial action std (None: the config's)"""
+    min_std: float | None = None
+    """a floor on the policy's action std (rsl_rl's ``std_range``; None: the config's)"""
     time_limit_s: float | None = None
     """stop at the first chunk of CHUNK iterations that ends past this many seconds (None: none)"""
     resume: Path | None = None
@@ -129,6 +131,8 @@ def main(args: Args) -> Path:
         train_cfg["num_steps_per_env"] = args.num_steps_per_env
     if args.init_std is not None:
         train_cfg["actor"]["distribution_cfg"]["init_std"] = args.init_std
+    if args.min_std is not None:
+        train_cfg["actor"]["distribution_cfg"]["std_range"] = [args.min_std, 1e6]
     options = env_options(args)
     env = gym.make_vec(args.env_id, num_envs=args.num_envs, autoreset_mode="same_step", **options)
     venv = RslRlVecEnv(env, seed=args.seed, log_keys=config.get("log_keys", ()),

@@ -88,6 +88,23 @@ def test_check_args_rejects_minibatches_that_do_not_divide_the_batch():
     ppo.check_args(ppo.Args(num_envs=3, num_steps=4, num_minibatches=4))
 
 
+def test_min_log_std_floors_the_policy_spread_and_its_gradient():
+    """--min-log-std: a log std below the floor samples at exp(floor) (rsl_rl's std_range clamp),
+    one above it is unchanged, and the entropy bonus does not push a floored parameter."""
+    args = ppo.Args(hidden=(8,), init_log_std=-3.0, min_log_std=-1.6)
+    agent = ppo.Agent(4, 5, 3, args)
+    obs = torch.zeros(2, 4)
+    pi = agent.distribution(obs)
+    torch.testing.assert_close(pi.stddev, torch.full((2, 3), math.exp(-1.6)))
+    pi.entropy().sum().backward()
+    assert torch.equal(agent.actor_logstd.grad, torch.zeros(3))
+    with torch.no_grad():
+        agent.actor_logstd.fill_(-1.0)
+    torch.testing.assert_close(agent.distribution(obs).stddev, torch.full((2, 3), math.exp(-1.0)))
+    free = ppo.Agent(4, 5, 3, dataclasses.replace(args, min_log_std=None))
+    torch.testing.assert_close(free.distribution(obs).stddev, torch.full((2, 3), math.exp(-3.0)))
+
+
 def test_running_mean_std_matches_numpy():
     rms = ppo.RunningMeanStd(2)
     g = torch.Generator().manual_seed(1)

@@ -9,6 +9,8 @@ exactly ``max_episode_length - written`` steps.
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -218,6 +220,28 @@ def test_train_rsl_rl_time_limit_stops_after_a_chunk_and_init_std_sets_the_polic
     first = torch.load(tmp_path / "model_0.pt", map_location="cpu", weights_only=False)
     std = first["actor_state_dict"]["distribution.std_param"]
     assert torch.allclose(std, torch.full_like(std, 0.25), rtol=0.1)
+
+
+def test_train_rsl_rl_min_std_floors_the_policy_spread(tmp_path):
+    """--min-std: rsl_rl's std_range floor; a std parameter set below it samples at the floor."""
+
+    import torch
+
+    from tests.policy_files import example_module
+
+    module = example_module("train_rsl_rl.py", "train_rsl_rl_min_std")
+    last = module.main(module.Args(env_id="CubeRotate-v0", num_envs=8, max_iterations=1, num_steps_per_env=4,
+                                   option=["num_cubes=2"], log_dir=tmp_path, init_std=0.5, min_std=0.3))
+    agent = json.loads((tmp_path / "params" / "agent.json").read_text())
+    std_range = tuple(agent["train_cfg"]["actor"]["distribution_cfg"]["std_range"])
+    assert std_range[0] == 0.3
+    checkpoint = torch.load(last, map_location="cpu", weights_only=False)
+    assert checkpoint["actor_state_dict"]["distribution.std_param"].min() > 0.3
+    from rsl_rl.modules.distribution import GaussianDistribution
+
+    floored = GaussianDistribution(2, init_std=0.1, std_range=std_range)
+    floored.update(torch.zeros(1, 2))
+    torch.testing.assert_close(floored.std, torch.full((1, 2), 0.3))
 
 
 def test_train_rsl_rl_resume_continues_the_checkpoints_iterations_and_weights(tmp_path):
