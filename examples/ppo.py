@@ -37,8 +37,9 @@ pieces follow their settings where noted):
 - Output (rank 0 only): ``<out-dir>/progress.csv`` (one row per iteration: global_step,
   mean_return, mean_success, sps, losses, mean per-step reward terms) and the same values as
   TensorBoard scalars in ``<out-dir>/tb`` (when tensorboard is installed), ``<out-dir>/checkpoint.pt``
-  at the end, a tqdm bar. ``--shard-report`` makes every rank write ``rank<r>.json`` (its env ids
-  and a digest of its final parameters) so a test can check the shards and the parameter sync.
+  at the end (and ``checkpoint_<iteration>.pt`` every ``--save-interval`` iterations), a tqdm bar.
+  ``--shard-report`` makes every rank write ``rank<r>.json`` (its env ids and a digest of its final
+  parameters) so a test can check the shards and the parameter sync.
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ class Args:
     """stop after this many seconds of training (all ranks stop together)"""
     out_dir: Path = Path("out/ppo")
     """where progress.csv and checkpoint.pt go"""
+    save_interval: int = 0
+    """also write checkpoint_<iteration>.pt every this many iterations (0: only checkpoint.pt at the end)"""
     progress: bool = True
     """show a tqdm progress bar (rank 0)"""
     shard_report: bool = False
@@ -177,6 +180,8 @@ def check_args(args: Args) -> None:
             f"num_envs * num_steps = {batch} is not divisible by num_minibatches={args.num_minibatches}; "
             f"use one of {fits} or change --num-envs/--num-steps"
         )
+    if args.save_interval < 0:
+        raise ValueError(f"--save-interval must be >= 0 (0: only the final checkpoint), got {args.save_interval}")
 
 
 # ---- distributed helpers (a no-op without torchrun) ------------------------------------------
@@ -622,22 +627,30 @@ def main(args: Args) -> None:
         if log is not None:
             log.write(row)
             bar.set_postfix(progress_postfix(row))
+        if rank == 0 and args.save_interval and it % args.save_interval == 0:
+            save_checkpoint(args, agent, optimizer, global_step, world, args.out_dir / f"checkpoint_{it}.pt")
         over = float(args.time_limit_s is not None and elapsed > args.time_limit_s)
         if all_reduce_(torch.tensor(over, device=dev), dist.ReduceOp.MAX if world > 1 else None).item() > 0:
             break
     finish(args, agent, optimizer, envs, rank, world, global_step, log, init_digest, reducer)
 
 
+def save_checkpoint(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, global_step: int, world: int,
+                    path: Path) -> None:
+    """The agent, the optimizer, the run's options and its step count (what the evaluators load)."""
+    config = json.loads(json.dumps(asdict(args), default=str))
+    torch.save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "args": config,
+                "global_step": global_step, "world_size": world}, path)
+
+
 def finish(args: Args, agent: Agent, optimizer: torch.optim.Optimizer, envs: gym.vector.VectorEnv, rank: int,
            world: int, global_step: int, log: CsvLog | None, init_digest: str,
            reducer: CurriculumReducer | None) -> None:
     """Checkpoint and shard report; close everything."""
-    config = json.loads(json.dumps(asdict(args), default=str))
     if rank == 0:
         assert log is not None
         log.close()
-        torch.save({"agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "args": config,
-                    "global_step": global_step, "world_size": world}, args.out_dir / "checkpoint.pt")
+        save_checkpoint(args, agent, optimizer, global_step, world, args.out_dir / "checkpoint.pt")
         print(f"wrote {args.out_dir / 'progress.csv'} and {args.out_dir / 'checkpoint.pt'} ({global_step} steps)")
     if args.shard_report:
         base = envs.unwrapped

@@ -85,6 +85,8 @@ def test_check_args_rejects_minibatches_that_do_not_divide_the_batch():
         ppo.check_args(ppo.Args(num_envs=3, num_steps=4, num_minibatches=5))
     with pytest.raises(ValueError, match="--num-envs must be >= 1, got 0"):
         ppo.check_args(ppo.Args(num_envs=0))
+    with pytest.raises(ValueError, match="--save-interval must be >= 0"):
+        ppo.check_args(ppo.Args(save_interval=-1))
     ppo.check_args(ppo.Args(num_envs=3, num_steps=4, num_minibatches=4))
 
 
@@ -138,7 +140,7 @@ def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
     # 4 envs x 8 steps x 2 iterations; episodes of 5 steps so truncation bootstrap and stats run.
     _run([sys.executable, str(PPO), "--num-envs", "4", "--num-tools", "3", "--num-steps", "8",
           "--total-timesteps", "64", "--max-episode-steps", "5", "--asymmetric", "--hidden", "32", "32",
-          "--out-dir", str(tmp_path), "--no-progress"], timeout=120)
+          "--out-dir", str(tmp_path), "--no-progress", "--save-interval", "1"], timeout=120)
     rows = _rows(tmp_path / "progress.csv")
     assert [r["global_step"] for r in rows] == [32.0, 64.0]
     for row in rows:
@@ -154,6 +156,11 @@ def test_single_process_smoke_run_writes_csv_and_checkpoint(tmp_path):
     agent.load_state_dict(ckpt["agent"])  # the saved agent has the asymmetric shapes
     assert float(agent.policy_norm.count) > 64  # normalizer statistics were updated and saved
     assert all(torch.isfinite(t).all() for t in ckpt["agent"].values())
+    # --save-interval 1: one checkpoint per iteration beside the final one, each its iteration's agent
+    first, second = (torch.load(tmp_path / f"checkpoint_{i}.pt", weights_only=True) for i in (1, 2))
+    assert (first["global_step"], second["global_step"]) == (32, 64)
+    assert all(torch.equal(second["agent"][k], v) for k, v in ckpt["agent"].items())
+    assert not all(torch.equal(first["agent"][k], v) for k, v in ckpt["agent"].items())
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("warp", marks=pytest.mark.slow)])
