@@ -1,10 +1,11 @@
 """Learning curves of Go1 joystick runs: examples/ppo.py's progress.csv and rsl_rl's TensorBoard log.
 
-    python scripts/plot_go1_runs.py [--ppo RUN/progress.csv] --rsl-rl RSL_LOG_DIR [RESUMED_DIR ...] \\
-        --out curves.png [--rsl-rl-csv rsl_rl.csv] [--num-envs 1024]
+    python scripts/plot_go1_runs.py [--ppo RUN/progress.csv] [--rsl-rl RSL_LOG_DIR [RESUMED_DIR ...]] \\
+        --out curves.png [--rsl-rl-csv rsl_rl.csv] [--num-envs 1024] [--title TITLE]
 
-Several --rsl-rl folders are one run and the runs that resumed it (`examples/train_rsl_rl.py
---resume`), in order: their iterations are concatenated, and a dotted line marks each resume.
+At least one of --ppo and --rsl-rl. Several --rsl-rl folders are one run and the runs that resumed
+it (`examples/train_rsl_rl.py --resume`), in order: their iterations are concatenated, and a dotted
+line marks each resume.
 
 Three panels against env steps: the mean length of the episodes that ended (control steps), and
 the two velocity-tracking terms per control step (weighted as in the reward: tracking_lin_vel x
@@ -89,15 +90,20 @@ def _read_rsl_rl(log_dir: Path, records: dict[str, list[float]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ppo", type=Path)
-    parser.add_argument("--rsl-rl", type=Path, nargs="+", required=True)
+    parser.add_argument("--rsl-rl", type=Path, nargs="*", default=[])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rsl-rl-csv", type=Path)
     parser.add_argument("--num-envs", type=int, default=1024)
     parser.add_argument("--rsl-rl-steps-per-env", type=int, default=24)
+    parser.add_argument("--title", default="playground/Go1JoystickFlatTerrain-v0 on 2 CPU cores (one seed each)")
     args = parser.parse_args()
+    if args.ppo is None and not args.rsl_rl:
+        parser.error("nothing to plot: give --ppo RUN/progress.csv, --rsl-rl LOG_DIR, or both")
+    if args.rsl_rl_csv is not None and not args.rsl_rl:
+        parser.error("--rsl-rl-csv writes the --rsl-rl run's scalars: give --rsl-rl LOG_DIR too")
     ppo = None if args.ppo is None else ppo_curves(args.ppo)
-    rsl = rsl_rl_curves(args.rsl_rl, args.num_envs, args.rsl_rl_steps_per_env)
-    if args.rsl_rl_csv is not None:
+    rsl = rsl_rl_curves(args.rsl_rl, args.num_envs, args.rsl_rl_steps_per_env) if args.rsl_rl else None
+    if rsl is not None and args.rsl_rl_csv is not None:
         keys = ("iteration", "step", "length", "reward", "lin", "ang")
         with args.rsl_rl_csv.open("w", newline="") as f:
             writer = csv.writer(f)
@@ -113,14 +119,14 @@ def main() -> None:
                 continue
             ax.plot(run["step"] / 1e6, run[key], color=color, lw=0.6, alpha=0.35)
             ax.plot(run["step"] / 1e6, smooth(run[key]), color=color, lw=1.5, label=f"{label} (mean of {WINDOW})")
-        for it in rsl["resumes"]:
+        for it in [] if rsl is None else rsl["resumes"]:
             ax.axvline((it + 1) * args.num_envs * args.rsl_rl_steps_per_env / 1e6, color="k", ls=":", lw=1,
                        label="rsl_rl resumed" if it == rsl["resumes"][0] else None)
         ax.set_title(title)
         ax.set_xlabel("env steps (millions)")
         ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.suptitle("playground/Go1JoystickFlatTerrain-v0 on 2 CPU cores (one seed each)")
+    fig.suptitle(args.title)
     fig.tight_layout()
     fig.savefig(args.out, dpi=90)
 
