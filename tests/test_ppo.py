@@ -195,6 +195,7 @@ def test_torchrun_two_ranks_shard_envs_and_keep_parameters_identical(tmp_path, b
 
 
 GO1_PPO = ROOT / "mjvec" / "tasks" / "go1_joystick" / "agents" / "ppo.yaml"
+GO1_PPO_CPU = GO1_PPO.with_name("ppo_cpu.yaml")
 
 
 def test_a_task_config_file_sets_the_options_and_flags_override_it():
@@ -208,6 +209,19 @@ def test_a_task_config_file_sets_the_options_and_flags_override_it():
     rough_id = "playground/Go1JoystickRoughTerrain-v0"
     rough = ppo.parse_args(["--config", str(GO1_PPO), "--env-id", rough_id])
     assert rough == dataclasses.replace(ppo.parse_args(["--config", str(GO1_PPO)]), env_id=rough_id)
+
+
+def test_the_go1_cpu_config_is_playgrounds_with_its_four_stated_changes():
+    """agents/ppo_cpu.yaml (the documented walking run) differs from agents/ppo.yaml (Playground's
+    Brax config) in the envs, the initial action std, its floor and the budget, and nothing else."""
+    playground = ppo.parse_args(["--config", str(GO1_PPO)])
+    cpu = ppo.parse_args(["--config", str(GO1_PPO_CPU)])
+    changed = {f.name for f in dataclasses.fields(ppo.Args) if getattr(playground, f.name) != getattr(cpu, f.name)}
+    assert changed == {"config", "num_envs", "init_log_std", "min_log_std", "total_timesteps"}
+    assert (cpu.num_envs, cpu.init_log_std, cpu.min_log_std) == (4096, -1.2, -1.6)
+    assert playground.min_log_std is None and cpu.init_log_std > cpu.min_log_std
+    # a whole number of iterations: the run ends where the documented checkpoint was written
+    assert cpu.total_timesteps % (cpu.num_envs * cpu.num_steps) == 0
 
 
 def test_a_config_file_with_an_unknown_option_is_refused(tmp_path):
