@@ -103,7 +103,7 @@ def main() -> None:
         parser.error("--rsl-rl-csv writes the --rsl-rl run's scalars: give --rsl-rl LOG_DIR too")
     ppo = None if args.ppo is None else ppo_curves(args.ppo)
     rsl = rsl_rl_curves(args.rsl_rl, args.num_envs, args.rsl_rl_steps_per_env) if args.rsl_rl else None
-    if rsl is not None and args.rsl_rl_csv is not None:
+    if args.rsl_rl_csv is not None:  # the parser refused it without --rsl-rl: rsl is set
         keys = ("iteration", "step", "length", "reward", "lin", "ang")
         with args.rsl_rl_csv.open("w", newline="") as f:
             writer = csv.writer(f)
