@@ -12,7 +12,11 @@ For each task and (num_envs, threads), one run interleaves, per repeat:
 - halves: two envs of num_envs / 2, each on its own pool of `threads` threads (cores are shared:
   on a machine with `threads` cores the two pools compete for them), stepped concurrently;
 - halves-split: the same with each pool at threads / 2 (threads >= 2): the machine's cores split
-  between the halves instead of oversubscribed.
+  between the halves instead of oversubscribed;
+- halves-barrier: the halves of halves-split stepped in lockstep, each step of one half on a helper
+  thread while the main thread steps the other, joined after every step: the shape a synchronous
+  `step()` of a pipelined env must have (it returns every env's row), unlike the free-running
+  halves above, which is the shape of an asynchronous send/recv interface.
 
 Printed: env-steps/s of each and the ratios to whole (medians over repeats). Every env is stepped
 with uniform random actions (16 batches drawn once per env, cycled) and autoresets, as
@@ -27,6 +31,7 @@ import argparse
 import statistics
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import gymnasium as gym
 import numpy as np
@@ -39,7 +44,8 @@ from benchmarks.breakdown import TASK_OPTIONS
 class Side:
     """Envs of one layout ((offset, num_envs, threads) each) stepped together, one thread per env."""
 
-    def __init__(self, env_id: str, layout: list[tuple[int, int, int]], steps: int) -> None:
+    def __init__(self, env_id: str, layout: list[tuple[int, int, int]], steps: int, barrier: bool = False) -> None:
+        self.barrier = ThreadPoolExecutor(max_workers=1) if barrier else None
         options = TASK_OPTIONS.get(env_id, {})
         self.envs = [gym.make_vec(env_id, num_envs=n, num_threads=t, env_id_offset=offset, **options)
                      for offset, n, t in layout]
@@ -58,8 +64,21 @@ class Side:
         for i in range(self.steps):
             env.step(actions[i % len(actions)])
 
+    def _lockstep(self) -> None:
+        """Two envs stepped together, each step of the first on the helper thread, joined every step."""
+        (first, second), (a, b) = self.envs, self.actions
+        for i in range(self.steps):
+            pending = self.barrier.submit(first.step, a[i % len(a)])
+            second.step(b[i % len(b)])
+            pending.result()
+
     def run(self) -> None:
         """One block: every env makes `steps` steps; records env-steps/s of the whole side."""
+        if self.barrier is not None:
+            start = time.perf_counter()
+            self._lockstep()
+            self.rates.append(self.num_envs * self.steps / (time.perf_counter() - start))
+            return
         helpers = [threading.Thread(target=self._loop, args=(k,)) for k in range(1, len(self.envs))]
         start = time.perf_counter()
         for helper in helpers:
@@ -70,6 +89,8 @@ class Side:
         self.rates.append(self.num_envs * self.steps / (time.perf_counter() - start))
 
     def close(self) -> None:
+        if self.barrier is not None:
+            self.barrier.shutdown()
         for env in self.envs:
             env.close()
 
@@ -80,7 +101,9 @@ def sides(env_id: str, n: int, threads: int, steps: int) -> dict[str, Side]:
     out = {"whole": Side(env_id, [(0, n, threads)], steps),
            "halves": Side(env_id, [(0, half, threads), (half, n - half, threads)], steps)}
     if threads >= 2:
-        out["halves-split"] = Side(env_id, [(0, half, threads // 2), (half, n - half, threads - threads // 2)], steps)
+        split = [(0, half, threads // 2), (half, n - half, threads - threads // 2)]
+        out["halves-split"] = Side(env_id, split, steps)
+        out["halves-barrier"] = Side(env_id, split, steps, barrier=True)
     return out
 
 
