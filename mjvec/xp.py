@@ -84,9 +84,11 @@ class Rows:
 
     @classmethod
     def of_mask(cls, mask: Any) -> Rows:
-        """Rows where `mask` (N,) is True: ids for a numpy mask, the mask itself on a device."""
+        """Rows where `mask` (N,) is True: ids for a numpy mask (every env when it is all True: the
+        same selection as `Rows.all`), the mask itself on a device."""
         if isinstance(mask, np.ndarray):
-            return cls(mask.shape[0], ids=np.flatnonzero(mask).astype(np.int64))
+            ids = np.flatnonzero(mask).astype(np.int64)
+            return cls(mask.shape[0], ids=ids, everything=ids.size == mask.shape[0])
         return cls(int(mask.shape[0]), mask=mask)
 
     @classmethod

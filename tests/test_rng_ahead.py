@@ -88,3 +88,34 @@ def test_blocks_form_for_repeated_requests_of_every_env(monkeypatch):
     for _ in range(3):
         big.normal(Rows.all(4096), "s", (64,))
     assert "s" not in big._blocks  # past AHEAD_WORDS a block is not worth it
+
+
+def test_a_host_mask_of_every_env_is_every_env(monkeypatch):
+    """Rows.of_mask of an all-True numpy mask (a step where every env is active) selects every env
+    as Rows.all does: take/put need no indexing and its draws are served from blocks, with the
+    same bits as one request at a time; a mask with one env out stays an id selection."""
+    everyone = Rows.of_mask(np.ones(N, bool))
+    assert everyone.everything and everyone.ids.tolist() == list(range(N))
+    array = np.arange(N * 2.0).reshape(N, 2)
+    assert everyone.take(array) is array
+    one_out = np.ones(N, bool)
+    one_out[3] = False
+    partial = Rows.of_mask(one_out)
+    assert not partial.everything and partial.take(array).shape == (N - 1, 2)
+    assert not Rows.of_mask(torch.ones(N, dtype=torch.bool)).everything  # a device mask is never inspected
+
+    def draws(ahead: int) -> tuple[list[np.ndarray], set[str]]:
+        monkeypatch.setattr(rng_module, "AHEAD_REQUESTS", ahead)
+        rng = EnvRandom(np.arange(N), 5)
+        out = []
+        for step in range(12):
+            rows = Rows.of_mask(one_out if step == 7 else np.ones(N, bool))
+            out += [rng.normal(rows, "s", (3,)), rng.uniform(rows, "u", -1.0, 1.0)]
+        blocked = set(rng._blocks)
+        return [*out, rng.bits(Rows.all(N), "s", 2), rng.bits(Rows.all(N), "u", 2)], blocked
+
+    plain, _ = draws(1)
+    blocked, streams = draws(8)
+    assert streams == {"s", "u"}
+    for i, (a, b) in enumerate(zip(plain, blocked, strict=True)):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8), err_msg=f"call {i}")
