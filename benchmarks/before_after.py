@@ -1,12 +1,14 @@
 """Before/after ratios of two commits of mjvec, measured in one run (interleaved, repeated, medians).
 
 Each ref's `mjvec/` is extracted from git into a temporary folder and imported by its own worker
-process; the two workers build the same env (SimToolReal-v0, 600 tools, paper randomization, same
-seed and random actions) and take turns running blocks of steps: before, after, before, after, ...
+process; the two workers build the same env (SimToolReal-v0, 600 tools, paper randomization, or
+the task --task names, with its paper preset where it has one; same seed and random actions) and
+take turns running blocks of steps: before, after, before, after, ...
 Each block reports its wall time and the time inside the backend's `step` (the physics), so the
 script prints the end-to-end ratio and the ratio of the task layer (everything but the physics).
 
     python -m benchmarks.before_after --before 187938a --after HEAD [--num-envs 64 1024] [--threads 1 2] [--stress]
+        [--task playground/LeapCubeReorient-v0]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys, time
 import numpy as np, gymnasium as gym
 import mjvec
 n, threads, steps, stress = (int(a) for a in sys.argv[1:5])
+task = sys.argv[5]
 if stress:  # benchmarks.randomization's stress case: model-field terms at every reset of short episodes
     from mjvec.randomization import DomainRandomization, EventTerm
     env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_threads=threads, randomization="paper", max_episode_steps=60)
@@ -38,7 +41,9 @@ if stress:  # benchmarks.randomization's stress case: model-field terms at every
                                     EventTerm("dof_damping", 0.8, 1.2, targets=("iiwa14_joint_.*",)),
                                     EventTerm("actuator_kp", 0.8, 1.2, targets=(".*_act",))])
 else:
-    env = gym.make_vec(mjvec.ENV_ID, num_envs=n, num_threads=threads, randomization="paper")
+    from mjvec.envs.registry import get_task
+    preset = "paper" if "paper" in get_task(task).presets else None
+    env = gym.make_vec(task, num_envs=n, num_threads=threads, randomization=preset)
 backend = env.unwrapped.backend
 inner, spent = backend.step, [0.0]
 def timed_step(nstep=1):
@@ -48,7 +53,8 @@ def timed_step(nstep=1):
     return out
 backend.step = timed_step
 env.reset(seed=0)
-actions = np.random.default_rng(0).uniform(-1, 1, (8, n, 29)).astype(np.float32)
+space = env.single_action_space
+actions = np.random.default_rng(0).uniform(space.low, space.high, (8, n, *space.shape)).astype(np.float32)
 k = 0
 def block():
     global k
@@ -70,9 +76,10 @@ for line in sys.stdin:
 class Worker:
     """One process running one ref's env; `block()` -> (wall s, physics s) of `steps` steps."""
 
-    def __init__(self, src: Path, num_envs: int, threads: int, steps: int, stress: bool = False) -> None:
+    def __init__(self, src: Path, num_envs: int, threads: int, steps: int, stress: bool = False,
+                 task: str = "SimToolReal-v0") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(num_envs), str(threads), str(steps), str(int(stress))], cwd=src,
+            [sys.executable, "-c", WORKER, str(num_envs), str(threads), str(steps), str(int(stress)), task], cwd=src,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         if self._read() != "ready":
@@ -107,10 +114,10 @@ def extract(ref: str, root: Path) -> Path:
 
 
 def compare(srcs: dict[str, Path], num_envs: int, threads: int, repeats: int,
-            stress: bool = False) -> dict[str, tuple[float, float]]:
+            stress: bool = False, task: str = "SimToolReal-v0") -> dict[str, tuple[float, float]]:
     """Median (env-steps/s, task-layer seconds per step) of each ref, blocks interleaved."""
     steps = max(4, 2048 // num_envs)
-    workers = {name: Worker(src, num_envs, threads, steps, stress) for name, src in srcs.items()}
+    workers = {name: Worker(src, num_envs, threads, steps, stress, task) for name, src in srcs.items()}
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in workers}
     try:
         for _ in tqdm(range(repeats), desc=f"{num_envs} envs x {threads} thr", leave=False):
@@ -135,14 +142,18 @@ def main() -> None:
     p.add_argument("--stress", action="store_true",
                    help="benchmarks.randomization's stress case: the paper preset plus mass, friction, damping "
                         "and gain terms at every reset of 60-step episodes (model writes and their recompute)")
+    p.add_argument("--task", default="SimToolReal-v0", help="the env id (its paper preset where it has one)")
     args = p.parse_args()
+    if args.stress and args.task != "SimToolReal-v0":
+        p.error(f"--stress adds SimToolReal-v0's terms; it does not apply to --task {args.task}")
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         srcs = {"before": extract(args.before, Path(tmp)), "after": extract(args.after, Path(tmp))}
-        print(f"before = {args.before} ({srcs['before'].name}), after = {args.after} ({srcs['after'].name})")
+        print(f"{args.task}: before = {args.before} ({srcs['before'].name}), after = {args.after} "
+              f"({srcs['after'].name})")
         for n in args.num_envs:
             for threads in args.threads:
-                r = compare(srcs, n, threads, args.repeats, args.stress)
+                r = compare(srcs, n, threads, args.repeats, args.stress, args.task)
                 (b_rate, b_task), (a_rate, a_task) = r["before"], r["after"]
                 print(f"num_envs={n:5d} threads={threads}: env-steps/s before {b_rate:9,.0f} after {a_rate:9,.0f} "
                       f"(after/before {a_rate / b_rate:.3f}) | task layer ms/step before {b_task * 1e3:7.2f} "
