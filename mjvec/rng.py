@@ -209,9 +209,13 @@ class EnvRandom:
     def _rewind(self, stream: str) -> None:
         """Drop `stream`'s block: its counters go back to what the served requests consumed."""
         block = self._blocks.pop(stream, None)
-        if block is not None and block.used < block.size:
+        if block is None:
+            return
+        counters = self._counters[stream]
+        if block.per_env is not None:  # host only: each env's own served count
+            counters -= (block.size - block.per_env).astype(np.uint64) * np.uint64(block.words)
+        elif block.used < block.size:
             unused = (block.size - block.used) * block.words
-            counters = self._counters[stream]
             counters -= np.uint64(unused) if self._host else unused
 
     def _draw(self, rows: Rows | np.ndarray, stream: str, key: tuple | None, words: int,
@@ -225,9 +229,9 @@ class EnvRandom:
         every = rows.everything and key is not None
         block = self._blocks.get(stream)
         if block is not None:
-            if every and block.key == key and block.used < block.size:
-                block.used += 1
-                return _copy(block.values[:, block.used - 1])
+            served = self._serve(block, rows, key, every)
+            if served is not None:
+                return served
             self._rewind(stream)
         size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if every else 1
         if size > 1 and self._last.get(stream) == key:
@@ -236,6 +240,28 @@ class EnvRandom:
             return _copy(values[:, 0])
         self._last[stream] = key if every else None
         return compute(rows, 1)[:, 0]
+
+    def _serve(self, block: _Block, rows: Rows, key: tuple | None, every: bool) -> Any:
+        """The request's numbers from `block` if it holds them, else None. A request of every env
+        takes the block's next request; on the host a request of some envs (a step where others
+        reset) takes each selected env's own next one, the block then counting per env."""
+        if key is None or block.key != key:
+            return None
+        if block.per_env is None:
+            if every:
+                if block.used >= block.size:
+                    return None
+                block.used += 1
+                return _copy(block.values[:, block.used - 1])
+            if not self._host:
+                return None
+            block.per_env = np.full(self.num_envs, block.used, np.int64)
+        ids = rows.host_ids()
+        used = block.per_env[ids]
+        if used.size and int(used.max()) >= block.size:
+            return None
+        block.per_env[ids] = used + 1
+        return block.values[ids, used]  # a gather: a copy
 
     # ---- draws --------------------------------------------------------------------------------
     def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
@@ -390,10 +416,11 @@ class EnvRandom:
 class _Block:
     """A stream's drawn-ahead requests: values (rows, size, ...), `used` of them served."""
 
-    __slots__ = ("key", "size", "used", "values", "words")
+    __slots__ = ("key", "per_env", "size", "used", "values", "words")
 
     def __init__(self, key: tuple, values: Any, words: int, size: int) -> None:
         self.key, self.values, self.words, self.size, self.used = key, values, words, size, 1
+        self.per_env: np.ndarray | None = None  # (N,) requests served to each env, once some envs were
 
 
 def _scalar(value: Any) -> bool:

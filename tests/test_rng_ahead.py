@@ -119,3 +119,26 @@ def test_a_host_mask_of_every_env_is_every_env(monkeypatch):
     assert streams == {"s", "u"}
     for i, (a, b) in enumerate(zip(plain, blocked, strict=True)):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8), err_msg=f"call {i}")
+
+
+def test_a_request_of_some_envs_is_served_from_the_block_per_env(monkeypatch):
+    """On the host a request of some envs (a step where others autoreset) takes each env's own next
+    numbers from the block, which then counts per env: the block survives it, an env served more
+    often runs out first (then the block is rewound and the stream drawn directly), and the bits
+    and the counters left behind are those of one request at a time."""
+    some = Rows.of_ids([1, 4, 17], N)
+
+    def run(ahead: int) -> tuple[list[np.ndarray], list[bool]]:
+        monkeypatch.setattr(rng_module, "AHEAD_REQUESTS", ahead)
+        rng = EnvRandom(np.arange(N), 9)
+        out, alive = [], []
+        for step in range(20):
+            out.append(rng.normal(some if step % 3 == 2 else Rows.all(N), "s", (2,)))
+            alive.append("s" in rng._blocks)
+        return [*out, rng.bits(Rows.all(N), "s", 3)], alive
+
+    plain, _ = run(1)
+    blocked, alive = run(4)
+    assert alive[1:5] == [True] * 4  # formed at the second request, kept through the partial one at step 2
+    for i, (a, b) in enumerate(zip(plain, blocked, strict=True)):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8), err_msg=f"call {i}")
