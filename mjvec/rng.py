@@ -19,7 +19,9 @@ depend on which others were selected.
 Draw-ahead. A stream drawn for every env with the same request at consecutive calls (the per-step
 noise of a randomization wrapper) is served from a block: one call computes the next k requests'
 numbers at once (the same words, so the same numbers, since a number depends only on its counter)
-and the following calls hand them out. Any other use of that stream first moves its counters back
+and the following calls hand them out; on the host a call with the same request for some of the
+envs (a step where others autoreset) takes each selected env's own next numbers from the block,
+which then counts per env. Any other use of that stream first moves its counters back (per env)
 to what the served calls consumed, and `seed` does so for every stream, so what any call returns,
 and every counter a later call starts from, are those of drawing one request at a time. Blocks
 exist where arrays are small (k x envs x words per request <= `AHEAD_WORDS`), where a numpy call's
