@@ -19,11 +19,12 @@ depend on which others were selected.
 Draw-ahead. A stream drawn for every env with the same request at consecutive calls (the per-step
 noise of a randomization wrapper) is served from a block: one call computes the next k requests'
 numbers at once (the same words, so the same numbers, since a number depends only on its counter)
-and the following calls hand them out; on the host a call with the same request for some of the
-envs (a step where others autoreset) takes each selected env's own next numbers from the block,
-which then counts per env. Any other use of that stream first moves its counters back (per env)
-to what the served calls consumed, and `seed` does so for every stream, so what any call returns,
-and every counter a later call starts from, are those of drawing one request at a time. Blocks
+and the following calls hand them out. On the host a request for some of the envs (a step where
+others autoreset, a reset stream) forms and takes blocks too: a block then holds every env's next
+requests and counts per env, each selected env taking its own next numbers. Any other use of that
+stream first moves its counters back (per env) to what the served calls consumed, and `seed` does
+so for every stream, so what any call returns, and every counter a later call starts from, are
+those of drawing one request at a time. Blocks
 exist where arrays are small (k x envs x words per request <= `AHEAD_WORDS`), where a numpy call's
 fixed cost dominates: there they cut the per-step cost of the draws' float transforms.
 
@@ -140,7 +141,8 @@ class EnvRandom:
         self._device_steps: dict[int, Any] = {}
         self._refusal: str | None = None
         self._blocks: dict[str, _Block] = {}  # draw-ahead: a stream's next requests
-        self._last: dict[str, tuple | None] = {}  # each stream's last request key (every env), else None
+        self._last: dict[str, tuple | None] = {}  # each stream's last blockable request key, else None
+        self._every = Rows.all(self.num_envs)  # the host selection a block of some envs' request draws
         self.seed(seed)
 
     @contextlib.contextmanager
@@ -235,12 +237,19 @@ class EnvRandom:
             if served is not None:
                 return served
             self._rewind(stream)
-        size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if every else 1
+        # On the host a request of some envs forms a block too (of every env's next requests),
+        # which then counts per env: the per-step streams of steps with resets, the reset streams.
+        blockable = every or (key is not None and self._host and not rows.dense)
+        size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if blockable else 1
         if size > 1 and self._last.get(stream) == key:
-            values = compute(rows, size)
-            self._blocks[stream] = _Block(key, values, words, size)
-            return _copy(values[:, 0])
-        self._last[stream] = key if every else None
+            if every:
+                values = compute(rows, size)
+                self._blocks[stream] = _Block(key, values, words, size)
+                return _copy(values[:, 0])
+            block = self._blocks[stream] = _Block(key, compute(self._every, size), words, size)
+            block.per_env = np.zeros(self.num_envs, np.int64)
+            return self._serve(block, rows, key, every)
+        self._last[stream] = key if blockable else None
         return compute(rows, 1)[:, 0]
 
     def _serve(self, block: _Block, rows: Rows, key: tuple | None, every: bool) -> Any:

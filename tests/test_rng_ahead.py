@@ -69,8 +69,9 @@ def test_blocks_return_what_one_request_at_a_time_returns(like, monkeypatch):
 
 
 def test_blocks_form_for_repeated_requests_of_every_env(monkeypatch):
-    """The blocks exist (else the test above compares the plain path with itself), only for
-    requests of every env, and a served value is a copy: writing into it changes nothing later."""
+    """The blocks exist (else the test above compares the plain path with itself), for requests of
+    every env and, on the host, of some envs, and a served value is a copy: writing into it changes
+    nothing later."""
     monkeypatch.setattr(rng_module, "AHEAD_REQUESTS", 8)
     rng = EnvRandom(np.arange(N), 1)
     every = Rows.all(N)
@@ -82,8 +83,15 @@ def test_blocks_form_for_repeated_requests_of_every_env(monkeypatch):
     third = rng.normal(every, "s", (3,))
     assert np.isfinite(third).all() and not np.array_equal(first, third)
     rng.normal(Rows.of_ids([0, 5], N), "t", (3,))
-    rng.normal(Rows.of_ids([0, 5], N), "t", (3,))
     assert "t" not in rng._blocks
+    rng.normal(Rows.of_ids([0, 5], N), "t", (3,))  # on the host some envs' requests form blocks too
+    served = np.zeros(N, np.int64)
+    served[[0, 5]] = 1
+    assert rng._blocks["t"].size == 8 and rng._blocks["t"].per_env.tolist() == served.tolist()
+    device = EnvRandom(np.arange(N), 1, like=torch.zeros(1))
+    for _ in range(3):
+        device.normal(Rows.of_mask(torch.as_tensor(np.arange(N) < 3)), "t", (3,))
+    assert "t" not in device._blocks  # a device request of some envs (a dense mask) is never blocked
     big = EnvRandom(np.arange(4096), 1)
     for _ in range(3):
         big.normal(Rows.all(4096), "s", (64,))
@@ -140,5 +148,31 @@ def test_a_request_of_some_envs_is_served_from_the_block_per_env(monkeypatch):
     plain, _ = run(1)
     blocked, alive = run(4)
     assert alive[1:5] == [True] * 4  # formed at the second request, kept through the partial one at step 2
+    for i, (a, b) in enumerate(zip(plain, blocked, strict=True)):
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8), err_msg=f"call {i}")
+
+
+def test_a_reset_stream_of_changing_subsets_matches_one_request_at_a_time(monkeypatch):
+    """A stream only ever drawn for some envs, a different subset each time (empty ones included),
+    with reseeds of some envs in between: blocks form from those requests (host), every env
+    consuming its own numbers, and every bit and counter equals one request at a time."""
+    subsets = np.random.default_rng(3).random((40, N)) < 0.2
+
+    def run(ahead: int) -> tuple[list[np.ndarray], int]:
+        monkeypatch.setattr(rng_module, "AHEAD_REQUESTS", ahead)
+        rng = EnvRandom(np.arange(N), 4)
+        out, formed = [], 0
+        for step, mask in enumerate(subsets):
+            if step == 17:
+                rng.seed(8, env_ids=np.array([0, 3, 11]))
+            rows = Rows.of_mask(mask)
+            out += [rng.normal(rows, "reset/a", (3,)), rng.uniform(rows, "reset/b", -2.0, 2.0),
+                    rng.quaternion(rows, "reset/q")]
+            formed += "reset/a" in rng._blocks
+        return [*out, *(rng.bits(Rows.all(N), s, 2) for s in ("reset/a", "reset/b", "reset/q"))], formed
+
+    plain, _ = run(1)
+    blocked, formed = run(8)
+    assert formed > 30
     for i, (a, b) in enumerate(zip(plain, blocked, strict=True)):
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8), err_msg=f"call {i}")
