@@ -425,13 +425,15 @@ class EnvRandom:
 
 
 class _Block:
-    """A stream's drawn-ahead requests: values (rows, size, ...), `used` of them served."""
+    """A stream's drawn-ahead requests: values (rows, size, ...), `used` of them served to every env;
+    per_env (N,) counts each env's served requests instead once a request of some envs was served
+    from the block or formed it (host only; None before)."""
 
     __slots__ = ("key", "per_env", "size", "used", "values", "words")
 
     def __init__(self, key: tuple, values: Any, words: int, size: int) -> None:
         self.key, self.values, self.words, self.size, self.used = key, values, words, size, 1
-        self.per_env: np.ndarray | None = None  # (N,) requests served to each env, once some envs were
+        self.per_env: np.ndarray | None = None
 
 
 def _scalar(value: Any) -> bool:
