@@ -242,12 +242,7 @@ class EnvRandom:
         blockable = every or (key is not None and self._host and not rows.dense)
         size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if blockable else 1
         if size > 1 and self._last.get(stream) == key:
-            if every:
-                values = compute(rows, size)
-                self._blocks[stream] = _Block(key, values, words, size)
-                return _copy(values[:, 0])
-            block = self._blocks[stream] = _Block(key, compute(self._every, size), words, size)
-            block.per_env = np.zeros(self.num_envs, np.int64)
+            block = self._blocks[stream] = _Block(key, compute(rows if every else self._every, size), words, size)
             return self._serve(block, rows, key, every)
         self._last[stream] = key if blockable else None
         return compute(rows, 1)[:, 0]
@@ -432,7 +427,7 @@ class _Block:
     __slots__ = ("key", "per_env", "size", "used", "values", "words")
 
     def __init__(self, key: tuple, values: Any, words: int, size: int) -> None:
-        self.key, self.values, self.words, self.size, self.used = key, values, words, size, 1
+        self.key, self.values, self.words, self.size, self.used = key, values, words, size, 0
         self.per_env: np.ndarray | None = None
 
 
