@@ -1,5 +1,7 @@
-"""benchmarks.overlap: its sides hold the whole batch's global env ids, and the halves-barrier side
-steps both halves once per step, joined (the benchmark itself is run by hand: rule 9)."""
+"""benchmarks.overlap: its halves are the whole batch's envs (the same global ids, tools and random
+streams: their reset observations, side by side, equal the whole env's bit for bit), a block steps
+every env of a side, and the halves-barrier side steps both halves once per step, joined (the
+benchmark itself is run by hand: rule 9, never a timed test)."""
 
 from __future__ import annotations
 
@@ -8,13 +10,37 @@ import numpy as np
 from benchmarks import overlap
 
 
-def test_the_sides_split_the_whole_batchs_ids_and_the_barrier_steps_both_halves_in_lockstep() -> None:
-    cases = overlap.sides("CubeRotate-v0", 6, 2, steps=3)
-    assert list(cases) == ["whole", "halves", "halves-split", "halves-barrier"]
-    whole_ids = cases["whole"].envs[0].unwrapped.global_env_ids
+def test_the_halves_are_the_whole_batchs_envs_and_a_block_steps_them_all(capsys) -> None:
+    cases = overlap.main(["--tasks", "SimToolReal-v0", "--num-envs", "6", "--threads", "2", "--steps", "3",
+                          "--repeats", "1"])
+    case = cases[("SimToolReal-v0", 6, 2)]
+    assert set(case) == {"whole", "halves", "halves-split", "halves-barrier"}
+    whole = case["whole"].envs[0].unwrapped
     for name in ("halves", "halves-split", "halves-barrier"):
-        ids = np.concatenate([env.unwrapped.global_env_ids for env in cases[name].envs])
-        assert ids.tolist() == whole_ids.tolist(), name
+        halves = [env.unwrapped for env in case[name].envs]
+        assert [h.num_envs for h in halves] == [3, 3]
+        np.testing.assert_array_equal(np.concatenate([h.global_env_ids for h in halves]), whole.global_env_ids)
+        assert [h.backend.num_threads for h in halves] == ([2, 2] if name == "halves" else [1, 1])
+    for side in case.values():
+        assert len(side.rates) == 1 and side.rates[0] > 0  # the timed block (after the warm-up one)
+    out = capsys.readouterr().out
+    assert out.count("SimToolReal-v0 num_envs=6 threads=2: whole") == 1 and "halves-split" in out
+    assert "halves-barrier" in out
+
+
+def test_halves_reset_to_the_whole_batchs_states() -> None:
+    whole = overlap.Side("SimToolReal-v0", [(0, 6, 1)], 1)
+    halves = overlap.Side("SimToolReal-v0", [(0, 3, 1), (3, 3, 1)], 1)
+    try:
+        obs = [env.reset(seed=5)[0] for env in (*whole.envs, *halves.envs)]
+        np.testing.assert_array_equal(np.concatenate(obs[1:]), obs[0])
+    finally:
+        whole.close()
+        halves.close()
+
+
+def test_the_barrier_side_steps_both_halves_in_lockstep() -> None:
+    cases = overlap.sides("CubeRotate-v0", 6, 2, steps=3)
     barrier = cases["halves-barrier"]
     calls: list[tuple[int, int]] = []  # (half, step) in the order the steps finished
     for k, env in enumerate(barrier.envs):
