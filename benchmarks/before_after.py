@@ -25,6 +25,8 @@ from tqdm import tqdm
 
 log = logging.getLogger(__name__)
 
+STRESS_TASK = "SimToolReal-v0"  # the default task, and the one whose terms --stress adds
+
 # Runs inside the worker, with the ref's mjvec first on sys.path (cwd). Reads "run" lines from
 # stdin and answers "<wall seconds> <physics seconds>" per block of steps.
 WORKER = """
@@ -76,8 +78,7 @@ for line in sys.stdin:
 class Worker:
     """One process running one ref's env; `block()` -> (wall s, physics s) of `steps` steps."""
 
-    def __init__(self, src: Path, num_envs: int, threads: int, steps: int, stress: bool = False,
-                 task: str = "SimToolReal-v0") -> None:
+    def __init__(self, src: Path, num_envs: int, threads: int, steps: int, stress: bool, task: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", WORKER, str(num_envs), str(threads), str(steps), str(int(stress)), task], cwd=src,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -113,8 +114,8 @@ def extract(ref: str, root: Path) -> Path:
     return dest
 
 
-def compare(srcs: dict[str, Path], num_envs: int, threads: int, repeats: int,
-            stress: bool = False, task: str = "SimToolReal-v0") -> dict[str, tuple[float, float]]:
+def compare(srcs: dict[str, Path], num_envs: int, threads: int, repeats: int, stress: bool,
+            task: str) -> dict[str, tuple[float, float]]:
     """Median (env-steps/s, task-layer seconds per step) of each ref, blocks interleaved."""
     steps = max(4, 2048 // num_envs)
     workers = {name: Worker(src, num_envs, threads, steps, stress, task) for name, src in srcs.items()}
@@ -142,9 +143,9 @@ def main() -> None:
     p.add_argument("--stress", action="store_true",
                    help="benchmarks.randomization's stress case: the paper preset plus mass, friction, damping "
                         "and gain terms at every reset of 60-step episodes (model writes and their recompute)")
-    p.add_argument("--task", default="SimToolReal-v0", help="the env id (its paper preset where it has one)")
+    p.add_argument("--task", default=STRESS_TASK, help="the env id (its paper preset where it has one)")
     args = p.parse_args()
-    if args.stress and args.task != "SimToolReal-v0":
+    if args.stress and args.task != STRESS_TASK:
         p.error(f"--stress adds SimToolReal-v0's terms; it does not apply to --task {args.task}")
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
