@@ -22,8 +22,15 @@ step reaches if the physics itself runs at threads x r1 (benchmarks.throughput m
 --draw-ahead-off adds, for each configuration, the same env with `mjvec.rng`'s draw-ahead blocks
 off (AHEAD_REQUESTS = 1 while it steps): the step time saved by them, in the same run.
 
+--floor adds the framework floor (`benchmarks/_floor_task.py`: a task whose hooks do next to
+nothing and which never resets) at each size and thread count: its host time is what any task's
+step pays beside the physics. Each row's `host budget for 0.90` is physics / 9, the host time
+under which the step reaches 0.90 of its physics alone (with the physics at threads x r1, that is
+e2e >= 0.90 of threads x r1); a task whose budget is below the floor's host time cannot reach
+0.90 at that size by any change to its own task layer.
+
     python -m benchmarks.breakdown [--tasks SimToolReal-v0 mjvec/Ant-v5] [--num-envs 64 1024] [--threads 1 2]
-        [--draw-ahead-off]
+        [--draw-ahead-off] [--floor]
 """
 
 from __future__ import annotations
@@ -41,9 +48,12 @@ import numpy as np
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
+from benchmarks import _floor_task
 from mjvec import rng as mjvec_rng
 
 PHASES = ("actions", "physics", "rne_post", "events", "evaluate", "resets", "observe", "other")
+# physics / step >= TARGET while host <= physics (1 / TARGET - 1): the issue's end-to-end target.
+TARGET = 0.90
 TASK_OPTIONS: dict[str, dict[str, Any]] = {
     "SimToolReal-v0": {"randomization": "paper"},
     "CubeRotate-v0": {},
@@ -125,7 +135,13 @@ def report(case: Case) -> str:
     host = m["step"] - m["physics"]
     ahead = "" if case.ahead == mjvec_rng.AHEAD_REQUESTS else " draw-ahead off"
     return (f"{env_id} num_envs={n} threads={threads}{ahead}: step {m['step']:.3f} ms | {parts} | host {host:.3f} ms "
-            f"= {host / m['step']:.0%} | e2e ceiling {m['physics'] / m['step']:.3f}")
+            f"= {host / m['step']:.0%} | e2e ceiling {m['physics'] / m['step']:.3f} | host budget for {TARGET:.2f} "
+            f"{host_budget(m):.3f} ms")
+
+
+def host_budget(medians: dict[str, float]) -> float:
+    """The host ms per step under which physics / step reaches TARGET."""
+    return medians["physics"] * (1.0 / TARGET - 1.0)
 
 
 def main(argv: list[str] | None = None) -> list[Case]:
@@ -136,10 +152,13 @@ def main(argv: list[str] | None = None) -> list[Case]:
     parser.add_argument("--steps", type=int, default=0, help="steps per block (0: about 30,000 env steps)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--draw-ahead-off", action="store_true", help="also each configuration without draw-ahead")
+    parser.add_argument("--floor", action="store_true",
+                        help="also the framework floor (a do-nothing task) at each size and thread count")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     aheads = (None, 1) if args.draw_ahead_off else (None,)
-    cases = [Case(t, n, k, args.steps or max(20, 30_000 // n), a) for t in args.tasks for n in args.num_envs
+    tasks = [*args.tasks, _floor_task.register()] if args.floor else args.tasks
+    cases = [Case(t, n, k, args.steps or max(20, 30_000 // n), a) for t in tasks for n in args.num_envs
              for k in args.threads for a in aheads]
     for case in cases:  # warm-up: first-call checks, caches, the first resets
         case.run()
