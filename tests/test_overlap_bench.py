@@ -5,6 +5,8 @@ benchmark itself is run by hand: rule 9, never a timed test)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from benchmarks import overlap
@@ -59,4 +61,45 @@ def test_the_barrier_side_steps_both_halves_in_lockstep() -> None:
         assert all(j <= i for _, j in done_before)
     assert len(barrier.rates) == 1 and barrier.rates[0] > 0
     for side in cases.values():
+        side.close()
+
+
+def test_with_a_policy_each_step_acts_on_the_observation_the_last_step_returned() -> None:
+    """--policy: every step's actions are the env's own Policy's, computed from exactly the
+    observation its previous step (or the reset) returned, and within the action space."""
+    side = overlap.Side("playground/Go1JoystickFlatTerrain-v0", [(0, 3, 1), (3, 3, 1)], 4, policy=True)
+    try:
+        seen: list[tuple[int, Any, Any]] = []  # (env, obs the policy got, actions it gave)
+        returned: list[tuple[int, Any]] = [(k, side.obs[k]) for k in range(2)]
+
+        def recorded(k: int, policy: overlap.Policy, env: Any) -> Any:
+            step = env.step
+
+            def act(obs: Any) -> Any:
+                out = policy(obs)
+                seen.append((k, obs, out))
+                return out
+
+            def stepped(actions: Any) -> Any:
+                out = step(actions)
+                returned.append((k, out[0]))
+                return out
+
+            env.step = stepped
+            return act
+
+        side.policies = [recorded(k, p, e) for k, (p, e) in enumerate(zip(side.policies, side.envs, strict=True))]
+        side.run()
+        for k in range(2):
+            mine = [obs for j, obs in returned if j == k]
+            got = [(obs, a) for j, obs, a in seen if j == k]
+            assert len(got) == 4 and len(mine) == 5  # the reset's obs and each step's
+            space = side.envs[k].action_space
+            for (obs, actions), before in zip(got, mine[:-1], strict=True):
+                assert obs is before  # the policy saw what the env had just returned
+                assert actions.shape == space.shape and actions.dtype == space.dtype
+                assert np.all(actions >= space.low) and np.all(actions <= space.high)
+            assert isinstance(got[0][0], dict) and set(got[0][0]) == {"policy", "critic"}  # Go1's asymmetric obs
+        assert len(side.rates) == 1 and side.rates[0] > 0
+    finally:
         side.close()
