@@ -64,7 +64,7 @@ from mjvec._portable_constants import (
 )
 from mjvec.xp import namespace_of
 
-__all__ = ["asin", "atan2", "cos", "exp", "fma", "hypot", "log", "sin", "sincos", "tanh"]
+__all__ = ["asin", "atan2", "cos", "each", "exp", "fma", "hypot", "log", "sin", "sincos", "tanh"]
 
 Array = Any
 
@@ -342,3 +342,26 @@ def fma(a: Array, b: Array, c: Array) -> Array:
     toward = s.view(xp.int64) + xp.where((e > 0.0) == (s > 0.0), 1, -1)
     v = xp.where((e != 0.0) & even, toward.view(xp.float64), s)
     return back(th + v)
+
+
+def each(function: Any, *arrays: Array) -> tuple[Any, ...]:
+    """(function(a) for a in arrays), computed as ONE call on their stack where the arrays share a
+    type, shape and dtype (else one call each): the same bits either way, since these functions
+    are elementwise, for one call's fixed cost (a few dozen numpy or torch calls on small arrays)
+    instead of one per array. function: one of `log`, `exp`, `sin`, `cos`, `sincos`, `tanh`,
+    `asin`; a `sincos` result is a (sin, cos) pair per array."""
+    if function not in _ONE_INPUT:
+        raise TypeError(f"portable.each takes a one-input function of mjvec.portable "
+                        f"({', '.join(sorted(f.__name__ for f in _ONE_INPUT))}), got {function!r}")
+    first = arrays[0] if arrays else None
+    if len(arrays) < 2 or not all(type(a) is type(first) and getattr(a, "shape", None) == first.shape
+                                  and getattr(a, "dtype", None) == first.dtype for a in arrays):
+        return tuple(function(a) for a in arrays)
+    out = function(namespace_of(first).stack(arrays))
+    if isinstance(out, tuple):
+        return tuple(tuple(part[i] for part in out) for i in range(len(arrays)))
+    return tuple(out[i] for i in range(len(arrays)))
+
+
+_ONE_INPUT = frozenset({log, exp, sin, cos, sincos, tanh, asin})
+

@@ -240,3 +240,69 @@ def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
             np.testing.assert_array_equal(_bits(P.exp(x)), _bits(P._exp64(np, x)), err_msg=str(extra))
     assert P.log(np.array([0.0, -1.0]))[0] == -np.inf and np.isnan(P.log(np.array([-1.0]))[0])
     assert P.exp(np.array([800.0, -800.0])).tolist() == [np.inf, 0.0]
+
+
+def _result_bits(value: object) -> np.ndarray:
+    parts = value if isinstance(value, tuple) else (value,)
+    return np.stack([np.asarray(p.numpy() if isinstance(p, torch.Tensor) else p) for p in parts]).view(np.uint8)
+
+
+@pytest.mark.parametrize("namespace", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["log", "exp", "sin", "cos", "sincos", "tanh", "asin"])
+def test_each_is_one_call_per_array_bit_for_bit(name: str, dtype: type, namespace: str, monkeypatch) -> None:
+    """portable.each(f, a, b, c) against f(a), f(b), f(c): the same bits and dtypes, in one call on
+    their stack when they share a type, shape and dtype (counted)."""
+    function = getattr(P, name)
+    rng = np.random.default_rng(11)
+    low = 1e-3 if name == "log" else -1.0 if name == "asin" else -30.0
+    high = 1.0 if name == "asin" else 30.0
+    arrays = [rng.uniform(low, high, (5, 7)).astype(dtype) for _ in range(3)]
+    arrays[1][0, :3] = [low, high, 0.5]  # the domain's ends too
+    if namespace == "torch":
+        arrays = [torch.from_numpy(a) for a in arrays]
+    calls: list[tuple] = []
+
+    def counted(x: object) -> object:
+        calls.append(tuple(x.shape))
+        return function(x)
+
+    monkeypatch.setattr(P, "_ONE_INPUT", P._ONE_INPUT | {counted})
+    got = P.each(counted, *arrays)
+    assert calls == [(3, 5, 7)]  # one call, on the stack
+    assert len(got) == 3
+    for result, array in zip(got, arrays, strict=True):
+        want = function(array)
+        np.testing.assert_array_equal(_result_bits(result), _result_bits(want))
+        first = result[0] if isinstance(result, tuple) else result
+        assert type(first) is type(array) and first.dtype == array.dtype and tuple(first.shape) == (5, 7)
+
+
+def test_each_calls_once_per_array_when_they_do_not_stack(monkeypatch) -> None:
+    """Arrays of other shapes, dtypes or types are not stacked (float32 stays float32, not promoted
+    by a stack with float64): one call each, with each call's own result."""
+    rng = np.random.default_rng(12)
+    a, b = rng.uniform(-3, 3, 4), rng.uniform(-3, 3, 5)
+    c = rng.uniform(-3, 3, 4).astype(np.float32)
+    calls: list[tuple] = []
+
+    def counted(x: object) -> object:
+        calls.append(tuple(np.shape(x)))
+        return P.exp(x)
+
+    monkeypatch.setattr(P, "_ONE_INPUT", P._ONE_INPUT | {counted})
+    for arrays in ((a, b), (a, c), (a, torch.from_numpy(a.copy())), (a,)):
+        calls.clear()
+        got = P.each(counted, *arrays)
+        assert len(calls) == len(arrays)
+        for result, array in zip(got, arrays, strict=True):
+            np.testing.assert_array_equal(_result_bits(result), _result_bits(P.exp(array)))
+    assert P.each(P.exp) == ()
+
+
+def test_each_refuses_a_function_that_is_not_a_one_input_portable_function() -> None:
+    x = np.ones(3)
+    for function in (P.atan2, P.hypot, P.fma, np.exp, abs):
+        with pytest.raises(TypeError, match=r"portable.each takes a one-input function of mjvec.portable \(asin, "
+                                            r"cos, exp, log, sin, sincos, tanh\), got"):
+            P.each(function, x, x)

@@ -21,11 +21,14 @@ __all__ = [
     "lin_vel_z",
     "orientation",
     "pose",
+    "pose_exponent",
     "stand_still",
     "termination",
     "torques",
     "tracking_ang_vel",
+    "tracking_ang_vel_exponent",
     "tracking_lin_vel",
+    "tracking_lin_vel_exponent",
 ]
 
 Array = Any
@@ -33,13 +36,23 @@ Array = Any
 
 def tracking_lin_vel(command: Array, local_linvel: Array, sigma: float) -> Array:
     """exp(-|command_xy - v_xy|^2 / sigma), v the base's local linear velocity (N, 3)."""
+    return portable.exp(tracking_lin_vel_exponent(command, local_linvel, sigma))
+
+
+def tracking_lin_vel_exponent(command: Array, local_linvel: Array, sigma: float) -> Array:
+    """`tracking_lin_vel`'s exponent, -|command_xy - v_xy|^2 / sigma (for `portable.each`)."""
     xp = namespace_of(local_linvel)
-    return portable.exp(-xp.sum((command[:, :2] - local_linvel[:, :2]) ** 2, axis=-1) / sigma)
+    return -xp.sum((command[:, :2] - local_linvel[:, :2]) ** 2, axis=-1) / sigma
 
 
 def tracking_ang_vel(command: Array, gyro: Array, sigma: float) -> Array:
     """exp(-(command_yaw - w_z)^2 / sigma), w the base's local angular velocity (gyro, N x 3)."""
-    return portable.exp(-((command[:, 2] - gyro[:, 2]) ** 2) / sigma)
+    return portable.exp(tracking_ang_vel_exponent(command, gyro, sigma))
+
+
+def tracking_ang_vel_exponent(command: Array, gyro: Array, sigma: float) -> Array:
+    """`tracking_ang_vel`'s exponent, -(command_yaw - w_z)^2 / sigma (for `portable.each`)."""
+    return -((command[:, 2] - gyro[:, 2]) ** 2) / sigma
 
 
 def lin_vel_z(global_linvel: Array) -> Array:
@@ -79,8 +92,13 @@ def action_rate(action: Array, last_action: Array) -> Array:
 
 def pose(joint_pos: Array, default_pose: Array, weight: Array) -> Array:
     """exp(-sum w (q - q_default)^2): near 1 close to the default pose."""
+    return portable.exp(pose_exponent(joint_pos, default_pose, weight))
+
+
+def pose_exponent(joint_pos: Array, default_pose: Array, weight: Array) -> Array:
+    """`pose`'s exponent, -sum w (q - q_default)^2 (for `portable.each`)."""
     xp = namespace_of(joint_pos)
-    return portable.exp(-xp.sum((joint_pos - default_pose) ** 2 * weight, axis=-1))
+    return -xp.sum((joint_pos - default_pose) ** 2 * weight, axis=-1)
 
 
 def stand_still(command: Array, joint_pos: Array, default_pose: Array) -> Array:

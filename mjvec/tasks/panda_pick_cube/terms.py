@@ -79,11 +79,14 @@ def reward_terms(cfg: PandaPickCubeConfig, idx: PandaIndices, qpos: Array, xpos:
     gripper_dist = _norm(box_pos - site_xpos[:, idx.gripper_site])
     reached = reached | (gripper_dist < cfg.reach_distance)
     floor = xp.any(sensordata[:, idx.floor_adr] > 0, axis=1)
+    gripper_box, box_target, robot_target = portable.each(
+        portable.tanh, 5.0 * gripper_dist, 5.0 * (0.9 * pos_err + 0.1 * rot_err),
+        _norm(qpos[:, idx.arm_qpos] - idx.home_arm))
     terms = {
-        "gripper_box": 1.0 - portable.tanh(5.0 * gripper_dist),
-        "box_target": (1.0 - portable.tanh(5.0 * (0.9 * pos_err + 0.1 * rot_err))) * xp.astype(reached, qpos.dtype),
+        "gripper_box": 1.0 - gripper_box,
+        "box_target": (1.0 - box_target) * xp.astype(reached, qpos.dtype),
         "no_floor_collision": 1.0 - xp.astype(floor, qpos.dtype),
-        "robot_target_qpos": 1.0 - portable.tanh(_norm(qpos[:, idx.arm_qpos] - idx.home_arm)),
+        "robot_target_qpos": 1.0 - robot_target,
     }
     return terms, reached
 

@@ -120,14 +120,16 @@ def critic_blocks(obs: ObsInputs) -> Blocks:
     obj_lin = tool_terms.object_com_velocity(v[:, d:d + 3], obj_ang, obj_quat, state.object_com)
     closest_tip = xp.where(state.closest_fingertip_dist < 0, seen.fingertip_dist, state.closest_fingertip_dist)
     closest_kp = xp.where(state.closest_keypoint_dist < 0, seen.keypoint_dist, state.closest_keypoint_dist)
+    progress, successes = portable.each(portable.log, xp.astype(state.progress, xp.float64) / 10.0 + 1.0,
+                                        xp.astype(state.successes, xp.float64) + 1.0)
     return {
         "palm_vel": xp.concat([views.cvel[:, idx.palm_body, 3:] + tool_terms.cross(ang, lever), ang], axis=1),
         "object_vel": xp.concat([obj_lin, obj_ang], axis=1),
         "closest_keypoint_max_dist": closest_kp,
         "closest_fingertip_dist": closest_tip,
         "lifted_object": xp.astype(state.lifted, xp.float64),
-        "progress": portable.log(xp.astype(state.progress, xp.float64) / 10.0 + 1.0),
-        "successes": portable.log(xp.astype(state.successes, xp.float64) + 1.0),
+        "progress": progress,
+        "successes": successes,
         "reward": 0.01 * state.last_reward,
     }
 
