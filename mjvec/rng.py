@@ -58,10 +58,10 @@ _TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit an
 # Words per draw-ahead block at most (all envs, all requests of the block), and requests per block
 # at most: beyond that size a numpy call's fixed cost no longer matters.
 AHEAD_WORDS = 1 << 16
+AHEAD_REQUESTS = 32
 # Words per slice of the host's normal transform: its temporaries (a few arrays of this many
 # float64) stay in a core's cache, where whole-array passes over a large draw would not.
 NORMAL_SLICE_WORDS = 1 << 13
-AHEAD_REQUESTS = 32
 
 
 def _signed(value: np.uint64) -> int:
@@ -396,7 +396,7 @@ class EnvRandom:
             return _box_muller(w, n).astype(np.dtype(dtype)).reshape(-1, k, *shape)
         out = np.empty((w.shape[0], n), np.dtype(dtype))
         for start in range(0, w.shape[0], step):
-            out[start:start + step] = _box_muller(w[start:start + step], n)  # the cast astype makes
+            out[start:start + step] = _box_muller(w[start:start + step], n)  # assignment rounds as astype
         return out.reshape(-1, k, *shape)
 
     def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
