@@ -71,7 +71,6 @@ class Policy:
         self.low = torch.as_tensor(action_space.low, dtype=torch.float32)
         self.high = torch.as_tensor(action_space.high, dtype=torch.float32)
         self.dtype = action_space.dtype
-        self.calls = 0
 
     def _mlp(self, width: int, out: int) -> Any:
         nn = self.torch.nn
@@ -93,7 +92,6 @@ class Policy:
             self.critic(torch.as_tensor(critic, dtype=torch.float32))
             sample = mean + 0.5 * torch.randn(mean.shape, generator=self.generator)
             actions = torch.minimum(torch.maximum(sample, self.low), self.high)
-        self.calls += 1
         return actions.numpy().astype(self.dtype, copy=False)
 
 
@@ -122,7 +120,8 @@ class Side:
 
     def _step(self, k: int, i: int) -> None:
         """Env k's step i: its cycled random actions, or its policy's on its last observation."""
-        actions = self.actions[k][i % 16] if self.policies is None else self.policies[k](self.obs[k])
+        cycled = self.actions[k]
+        actions = cycled[i % len(cycled)] if self.policies is None else self.policies[k](self.obs[k])
         self.obs[k] = self.envs[k].step(actions)[0]
 
     def _loop(self, k: int) -> None:
