@@ -392,8 +392,6 @@ class EnvRandom:
         own word only, so the rows go through in slices of about NORMAL_SLICE_WORDS words, whose
         temporaries stay in the CPU's cache across the transform's few dozen passes."""
         step = max(1, NORMAL_SLICE_WORDS // w.shape[1])
-        if w.shape[0] <= step:
-            return _box_muller(w, n).astype(np.dtype(dtype)).reshape(-1, k, *shape)
         out = np.empty((w.shape[0], n), np.dtype(dtype))
         for start in range(0, w.shape[0], step):
             out[start:start + step] = _box_muller(w[start:start + step], n)  # assignment rounds as astype
