@@ -1,27 +1,28 @@
-"""numpy kernels of `mjvec.portable`'s log, exp and sincos: the SAME IEEE-754 operations, in the
-same order, as the namespace-generic formulas there, written with in-place operations and integer
-bit manipulation instead of temporaries and `where` selections. Every result is bit-identical to
-the generic formula's (tests/test_portable.py compares them on special and random inputs, and
-against torch, which runs the generic formulas); they only cost less per call, which is what a
-step of a few hundred envs pays.
+"""Compiled host kernels of `mjvec.portable`'s log, exp and sincos, and of `mjvec.rng`'s Box-Muller
+transform: the SAME IEEE-754 operations, in the same order, as the namespace-generic formulas in
+`mjvec.portable`, one element at a time in one pass (`mjvec._jit`: no fast-math, so no fused
+multiply-add and no reassociation). Every result is bit-identical to the generic formula's
+(tests/test_portable.py and tests/test_rng.py compare them on special and random inputs; torch runs
+the generic formulas); they only cost less per call, and a large array one pass instead of a few dozen.
 
-The identities used (each exact in IEEE-754): m * 0.5 for m in [1, 2) is m with its exponent
-field one lower; a sign flip (-x) is an XOR of the sign bit; the order of two positive doubles is
-the order of their bit patterns as int64; a + b == b + a and a * b == b * a bit for bit.
+The identities used (each exact in IEEE-754): for a positive normal double, frexp's mantissa
+times 2 is the double with its exponent field set to 1023, and frexp's mantissa itself is that
+number times 0.5; ldexp(1, k) is the double with exponent field k + 1023 for k in [-1022, 1023];
+-x flips the sign bit; a + b == b + a and a * b == b * a bit for bit.
 
 Preconditions are the caller's (`mjvec.portable` checks them and otherwise runs the generic
 formula): `log` takes positive normal finite float64 inputs, `exp` float64 inputs in
-[_EXP_MIN, _EXP_MAX] (no nan), `sincos` any float64 input. Inputs are never written.
+[_EXP_MIN, _EXP_MAX] (no nan), `sincos` finite float64 inputs of magnitude at most `SINCOS_MAX`.
+Inputs are never written.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any
+import math
 
 import numpy as np
 
+from mjvec._jit import inline, kernel
 from mjvec._portable_constants import (
     _COS,
     _EXP,
@@ -37,126 +38,134 @@ from mjvec._portable_constants import (
     _TWO_OVER_PI,
 )
 
-_MANTISSA = np.int64(0xFFFFFFFFFFFFF)
-_ONE = np.int64(1023 << 52)  # the bits of 1.0: exponent field 1023, mantissa 0
-_EXPONENT_ONE = np.int64(1 << 52)  # one unit of the exponent field
-_SQRT2_BITS = np.float64(_SQRT2).view(np.int64)
-_SIGN_SHIFT = np.int64(62)  # (q & 2) << 62 is the sign bit when q & 2 == 2
+# Up to here the reduction's count k = round(x 2 / pi) converts to int64 exactly.
+SINCOS_MAX = 2.0**52
+_LOG_C = np.array(_LOG)
+_EXP_C = np.array(_EXP)
+_SIN_C = np.array(_SIN)
+_COS_C = np.array(_COS)
+_TWO_POW_M32 = 1.0 / 4294967296.0
+_TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
+_LOW_WORD = np.uint64(0xFFFFFFFF)
+_HIGH_SHIFT = np.uint64(32)
 
 
-def _one_d(kernel: Callable[[np.ndarray], Any]) -> Callable[[np.ndarray], Any]:
-    """Run kernel on a 0-d input as a (1,) array: numpy's operators turn 0-d arrays into scalars,
-    which take no `out=` and no in-place operation."""
-
-    @functools.wraps(kernel)
-    def wrapper(a: np.ndarray) -> Any:
-        if a.ndim:
-            return kernel(a)
-        out = kernel(a.reshape(1))
-        return tuple(o.reshape(()) for o in out) if isinstance(out, tuple) else out.reshape(())
-
-    return wrapper
+@inline
+def _horner(z: float, c: np.ndarray) -> float:
+    """c0 + z (c1 + z (c2 + ...)), as `mjvec.portable._horner` evaluates it."""
+    acc = c[-2] + z * c[-1]
+    for i in range(c.shape[0] - 3, -1, -1):
+        acc = c[i] + z * acc
+    return acc
 
 
-def _reduce(a: np.ndarray, inverse: float, parts: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(kf, r, scratch): kf = floor(a inverse + 0.5), the nearest multiple's count, and the Cody-Waite
-    remainder r = ((a - kf p0) - kf p1) - ... of the constant given in parts; scratch is free."""
-    kf = a * inverse
-    kf += 0.5
-    np.floor(kf, out=kf)
-    r = kf * parts[0]
-    np.subtract(a, r, out=r)
-    scratch = np.empty_like(r)
-    for part in parts[1:]:
-        np.multiply(kf, part, out=scratch)
-        r -= scratch
-    return kf, r, scratch
+@inline
+def _log1(a: float) -> float:
+    mantissa, exponent = math.frexp(a)  # a = mantissa 2^exponent, mantissa in [0.5, 1)
+    m = mantissa * 2.0  # in [1, 2): the generic formula's m
+    e = exponent - 1
+    if m > _SQRT2:
+        m = mantissa
+        e += 1
+    f = m - 1.0
+    s = f / (2.0 + f)
+    z = s * s
+    r = z * _horner(z, _LOG_C)
+    ef = float(e)
+    return ef * _LN2_HI + ((f - s * (f - r)) + ef * _LN2_LO)
 
 
-def _horner(z: np.ndarray, coefficients: list[float], out: np.ndarray) -> np.ndarray:
-    """c0 + z (c1 + z (c2 + ...)) into out, as `mjvec.portable._horner` evaluates it."""
-    np.multiply(z, coefficients[-1], out=out)
-    out += coefficients[-2]
-    for c in reversed(coefficients[:-2]):
-        out *= z
-        out += c
+@inline
+def _exp1(a: float) -> float:
+    kf = math.floor(a * _INV_LN2 + 0.5)
+    r = (a - kf * _LN2_HI) - kf * _LN2_LO
+    p = r * (1.0 + r * _horner(r, _EXP_C))
+    k = np.int64(kf)
+    half = k >> 1
+    return (1.0 + p) * math.ldexp(1.0, half) * math.ldexp(1.0, k - half)
+
+
+@inline
+def _sincos1(a: float) -> tuple[float, float]:
+    kf = math.floor(a * _TWO_OVER_PI + 0.5)
+    r = ((a - kf * _PIO2_1) - kf * _PIO2_2) - kf * _PIO2_3
+    z = r * r
+    s = r + r * z * _horner(z, _SIN_C)
+    hz = 0.5 * z
+    w = 1.0 - hz
+    c = w + (((1.0 - w) - hz) + z * z * _horner(z, _COS_C))
+    q = np.int64(kf) & 3
+    if q & 1:
+        s, c = c, s
+    if q & 2:
+        s = -s
+    if (q + 1) & 2:
+        c = -c
+    return s, c
+
+
+@kernel
+def _log_kernel(a: np.ndarray, out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        out[i] = _log1(a[i])
+
+
+@kernel
+def _exp_kernel(a: np.ndarray, out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        out[i] = _exp1(a[i])
+
+
+@kernel
+def _sincos_kernel(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        sin_out[i], cos_out[i] = _sincos1(a[i])
+
+
+@kernel
+def _box_muller_kernel(w: np.ndarray, out: np.ndarray) -> None:
+    words, n = w.shape[1], out.shape[1]
+    for i in range(w.shape[0]):
+        for j in range(words):
+            u1 = (np.float64(w[i, j] >> _HIGH_SHIFT) + 1.0) * _TWO_POW_M32
+            angle = np.float64(w[i, j] & _LOW_WORD) * _TURN_PER_WORD
+            r = math.sqrt(-2.0 * _log1(u1))
+            s, c = _sincos1(angle)
+            out[i, j] = r * c
+            if words + j < n:
+                out[i, words + j] = r * s
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
+
+
+def log(a: np.ndarray) -> np.ndarray:
+    """Natural logarithm of positive normal finite float64 values (the generic formula's bits); a's shape."""
+    out = np.empty(a.shape)
+    _log_kernel(_flat(a), out.reshape(-1))
     return out
 
 
-@_one_d
-def log(a: np.ndarray) -> np.ndarray:
-    """Natural logarithm of positive normal finite float64 values (the generic formula's bits)."""
-    bits = a.view(np.int64)
-    m_bits = bits & _MANTISSA
-    m_bits |= _ONE  # m in [1, 2)
-    big = m_bits > _SQRT2_BITS  # m > sqrt(2)
-    e = bits >> 52
-    e -= 1023
-    e += big
-    m_bits -= big * _EXPONENT_ONE  # m * 0.5 where big
-    f = m_bits.view(np.float64)
-    f -= 1.0
-    s = f + 2.0
-    np.divide(f, s, out=s)
-    z = s * s
-    r = _horner(z, _LOG, np.empty_like(z))
-    r *= z
-    # ef * ln2_hi + ((f - s (f - r)) + ef * ln2_lo)
-    np.subtract(f, r, out=r)
-    r *= s
-    np.subtract(f, r, out=r)
-    ef = e.astype(np.float64)
-    np.multiply(ef, _LN2_LO, out=z)
-    r += z
-    ef *= _LN2_HI
-    ef += r
-    return ef
-
-
-@_one_d
 def exp(a: np.ndarray) -> np.ndarray:
-    """e^a for float64 a in [_EXP_MIN, _EXP_MAX] (no clipping needed; the generic formula's bits)."""
-    kf, r, t = _reduce(a, _INV_LN2, (_LN2_HI, _LN2_LO))
-    p = _horner(r, _EXP, t)
-    p *= r
-    p += 1.0
-    p *= r  # r (1 + r horner(r))
-    p += 1.0
-    k = kf.astype(np.int64)
-    half = k >> 1
-    k -= half
-    half += 1023
-    half <<= 52
-    k += 1023
-    k <<= 52
-    p *= half.view(np.float64)
-    p *= k.view(np.float64)
-    return p
+    """e^a for float64 a in [_EXP_MIN, _EXP_MAX] (the generic formula's bits); a's shape."""
+    out = np.empty(a.shape)
+    _exp_kernel(_flat(a), out.reshape(-1))
+    return out
 
 
-@_one_d
 def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sin a, cos a) for float64 a (the generic formula's bits, nan and inf included)."""
-    kf, r, t = _reduce(a, _TWO_OVER_PI, (_PIO2_1, _PIO2_2, _PIO2_3))  # |r| <= pi / 4
-    z = r * r
-    s = _horner(z, _SIN, t)
-    u = r * z
-    s *= u
-    s += r  # r + r z horner(z)
-    hz = z * 0.5
-    w = 1.0 - hz
-    c = 1.0 - w
-    c -= hz  # (1 - w) - hz
-    g = _horner(z, _COS, u)
-    z *= z
-    g *= z
-    c += g
-    c += w  # w + (((1 - w) - hz) + z^2 horner(z))
-    q = kf.astype(np.int64)
-    odd = (q & 1).astype(bool)
-    sin_out = np.where(odd, c, s)
-    cos_out = np.where(odd, s, c)
-    sin_out.view(np.int64)[...] ^= (q & 2) << _SIGN_SHIFT
-    q += 1
-    cos_out.view(np.int64)[...] ^= (q & 2) << _SIGN_SHIFT
+    """(sin a, cos a) for finite float64 a, |a| <= SINCOS_MAX (the generic formula's bits); a's shape."""
+    sin_out, cos_out = np.empty(a.shape), np.empty(a.shape)
+    _sincos_kernel(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1))
     return sin_out, cos_out
+
+
+def box_muller(w: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:
+    """(rows, n) normals of dtype from (rows, words) uint64 words, words = ceil(n / 2): per word,
+    u1 = (high 32 bits + 1) 2^-32 in (0, 1], angle = low 32 bits 2 pi 2^-32, r = sqrt(-2 log u1);
+    the cosines r cos(angle) fill columns [0, words), the sines r sin(angle) the rest (an odd n drops
+    the last sine). `mjvec.rng.EnvRandom.normal`'s transform, computed in float64 and rounded once."""
+    out = np.empty((w.shape[0], n), dtype)
+    _box_muller_kernel(np.ascontiguousarray(w, dtype=np.uint64), out)
+    return out

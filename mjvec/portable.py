@@ -24,8 +24,8 @@ The constants (`mjvec._portable_constants`) are derived from pi's and ln 2's dec
 (Python's `decimal`); the polynomials are Taylor series on reduced ranges, truncated where the next
 term is below 2**-60 of the result. Each function is written once for any namespace; on numpy,
 `log`, `exp` and `sincos` run `mjvec._portable_host`'s kernels instead: the same operations in the
-same order with in-place arithmetic, the same bits for less time per call (`log` and `exp` only
-where every input is inside the kernel's range; elsewhere the call runs the generic formula).
+same order compiled into one pass (`mjvec._jit`), the same bits for less time per call, where every
+input is inside the kernel's range (elsewhere the call runs the generic formula).
 """
 
 from __future__ import annotations
@@ -206,7 +206,8 @@ def _sincos64(xp: Any, a: Array) -> tuple[Array, Array]:
 def sincos(x: Array) -> tuple[Array, Array]:
     """(sin x, cos x) from one argument reduction: x = k pi/2 + r, pi/2 in three parts."""
     xp, a, back = _prepare(x)
-    s, c = host.sincos(a) if xp is np else _sincos64(xp, a)
+    fast = xp is np and _within(a, -host.SINCOS_MAX, host.SINCOS_MAX)
+    s, c = host.sincos(a) if fast else _sincos64(xp, a)
     return back(s), back(c)
 
 

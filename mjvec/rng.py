@@ -38,13 +38,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from mjvec import portable
+from mjvec import _portable_host, portable
+from mjvec._portable_host import _TURN_PER_WORD, _TWO_POW_M32
 from mjvec.errors import ConfigError
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy  # a served value is a copy: a caller may write into it
@@ -53,15 +53,10 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
-_TWO_POW_M32 = 1.0 / 4294967296.0
-_TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
 # Words per draw-ahead block at most (all envs, all requests of the block), and requests per block
 # at most: beyond that size a numpy call's fixed cost no longer matters.
 AHEAD_WORDS = 1 << 16
 AHEAD_REQUESTS = 32
-# Words per slice of the host's normal transform: its temporaries (a few arrays of this many
-# float64) stay in a core's cache, where whole-array passes over a large draw would not.
-NORMAL_SLICE_WORDS = 1 << 13
 
 
 def _signed(value: np.uint64) -> int:
@@ -75,27 +70,6 @@ def _mix(x: np.ndarray) -> np.ndarray:
     x = (x ^ (x >> np.uint64(30))) * _M1
     x = (x ^ (x >> np.uint64(27))) * _M2
     return x ^ (x >> np.uint64(31))
-
-
-def _box_muller(w: np.ndarray, n: int) -> np.ndarray:
-    """(rows, n) float64 normals of (rows, words) uint64 words (`EnvRandom.normal`'s transform),
-    with in-place operations."""
-    part = w >> np.uint64(32)
-    u1 = part.astype(np.float64)
-    u1 += 1.0
-    u1 *= _TWO_POW_M32
-    np.bitwise_and(w, np.uint64(0xFFFFFFFF), out=part)
-    angle = part.astype(np.float64)
-    angle *= _TURN_PER_WORD
-    r = portable.log(u1)
-    r *= -2.0
-    np.sqrt(r, out=r)
-    sin, cos = portable.sincos(angle)
-    words = w.shape[1]
-    z = np.empty((w.shape[0], 2 * words))
-    np.multiply(r, cos, out=z[:, :words])
-    np.multiply(r, sin, out=z[:, words:])
-    return z[:, :n]
 
 
 def _mix_inplace(x: np.ndarray) -> np.ndarray:
@@ -387,15 +361,10 @@ class EnvRandom:
 
     @staticmethod
     def _host_normals(w: np.ndarray, n: int, k: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-        """`_normals`' transform of (rows, words) uint64 words on the host: the same operations on
-        the same values as the namespace-generic lines, so the same bits. Each number depends on its
-        own word only, so the rows go through in slices of about NORMAL_SLICE_WORDS words, whose
-        temporaries stay in the CPU's cache across the transform's few dozen passes."""
-        step = max(1, NORMAL_SLICE_WORDS // w.shape[1])
-        out = np.empty((w.shape[0], n), np.dtype(dtype))
-        for start in range(0, w.shape[0], step):
-            out[start:start + step] = _box_muller(w[start:start + step], n)  # assignment rounds as astype
-        return out.reshape(-1, k, *shape)
+        """`_normals`' transform of (rows, words) uint64 words on the host: `mjvec._portable_host`'s
+        compiled Box-Muller, the same operations on the same values as the namespace-generic lines
+        (so the same bits), in one pass."""
+        return _portable_host.box_muller(w, n, np.dtype(dtype)).reshape(-1, k, *shape)
 
     def integers(self, rows: Rows | np.ndarray, stream: str, low: int, high: int,
                  shape: tuple[int, ...] = ()) -> Any:

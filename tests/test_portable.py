@@ -198,7 +198,7 @@ def _random_doubles(low: float, high: float, n: int, seed: int) -> np.ndarray:
 
 
 def test_numpy_kernels_give_the_generic_formulas_bits() -> None:
-    """mjvec._portable_host's in-place kernels against the namespace-generic formulas (run on numpy
+    """mjvec._portable_host's compiled kernels against the namespace-generic formulas (run on numpy
     here; torch runs them on devices), bit for bit, on their domains: random bit patterns across
     every binade, the range's edges and the values where a formula's branches meet."""
     from mjvec import _portable_host as host
@@ -215,7 +215,9 @@ def test_numpy_kernels_give_the_generic_formulas_bits() -> None:
     angles = rng.integers(0, 2**32, 5000) * (2 * np.pi / 2**32)
     any_bits = np.random.default_rng(4).integers(-(2**63), 2**63 - 1, 20000, dtype=np.int64).view(np.float64)
     sincos_in = np.concatenate([angles, rng.uniform(-100, 100, 5000), any_bits, np.arange(-16, 17) * np.pi / 4,
-                                [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e300, -1e300]])
+                                [0.0, -0.0, host.SINCOS_MAX, -host.SINCOS_MAX, 1e15, -1e15]])
+    sincos_in = sincos_in[np.abs(sincos_in) <= host.SINCOS_MAX]  # finite and inside: the kernel's domain
+    assert sincos_in.size > 20000
     with np.errstate(all="ignore"):
         pairs = [("log", host.log(log_in), P._log64(np, log_in)), ("exp", host.exp(exp_in), P._exp64(np, exp_in))]
         for name, got, want in zip(("sin", "cos"), host.sincos(sincos_in), P._sincos64(np, sincos_in), strict=True):
@@ -227,8 +229,9 @@ def test_numpy_kernels_give_the_generic_formulas_bits() -> None:
 
 
 def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
-    """One subnormal, zero, negative, inf or nan (log), or one value beyond the exponent range (exp),
-    sends the whole call to the generic formula: the results keep its bits and special values."""
+    """One subnormal, zero, negative, inf or nan (log), one value beyond the exponent range (exp), or
+    one non-finite value or one beyond the exact reduction count (sincos) sends the whole call to
+    the generic formula: the results keep its bits and special values."""
     base = _golden(100, 0.1, 10.0)
     for extra in (5e-324, 0.0, -1.0, np.inf, np.nan):
         x = np.append(base, extra)
@@ -238,6 +241,11 @@ def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
         x = np.append(base, extra)
         with np.errstate(all="ignore"):
             np.testing.assert_array_equal(_bits(P.exp(x)), _bits(P._exp64(np, x)), err_msg=str(extra))
+    for extra in (np.inf, -np.inf, np.nan, -np.nan, 1e300, np.nextafter(2.0**52, np.inf)):
+        x = np.append(base, extra)
+        with np.errstate(all="ignore"):
+            for got, want in zip(P.sincos(x), P._sincos64(np, x), strict=True):
+                np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=str(extra))
     assert P.log(np.array([0.0, -1.0]))[0] == -np.inf and np.isnan(P.log(np.array([-1.0]))[0])
     assert P.exp(np.array([800.0, -800.0])).tolist() == [np.inf, 0.0]
 

@@ -161,20 +161,13 @@ def test_device_reseed_matches_the_host():
                                   host.uniform(np.arange(64), "a", shape=(3,)))
 
 
-@pytest.mark.parametrize("slice_words", [None, 7, 64])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [1, 6, 7])
-def test_host_normals_are_the_box_muller_formula_bit_for_bit(n, dtype, slice_words, monkeypatch):
-    """The host's in-place transform against Box-Muller written out with `mjvec.portable`'s generic
+def test_host_normals_are_the_box_muller_formula_bit_for_bit(n, dtype):
+    """The host's compiled transform against Box-Muller written out with `mjvec.portable`'s generic
     (namespace-independent) log and sincos: r = sqrt(-2 ln u1), (r cos(2 pi u2), r sin(2 pi u2))
-    for each word, the cosines first, an odd count dropping the last sine. slice_words: the rows in
-    one pass (None: the default, all 500 rows at once; else slices of a row or a few, the last
-    one short)."""
+    for each word, the cosines first, an odd count dropping the last sine."""
     from mjvec import portable
-    from mjvec import rng as mjvec_rng
-
-    if slice_words is not None:
-        monkeypatch.setattr(mjvec_rng, "NORMAL_SLICE_WORDS", slice_words)
 
     words = (n + 1) // 2
     rng = np.random.default_rng(3)
