@@ -18,6 +18,7 @@ import numpy as np
 
 from mjvec import portable
 from mjvec.rotations import canonical_quat
+from mjvec.tasks.simtoolreal import kernels
 from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, SimViews, TaskIndices
@@ -51,21 +52,39 @@ class ObsInputs:
 
 
 def policy_and_critic(obs: ObsInputs, critic: bool) -> Any:
-    """(N, 140) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 162)}."""
+    """(N, 140) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 162)}.
+    On float64 numpy state the policy observation is `kernels.policy_observation` (the same bits)."""
     cfg, idx = obs.cfg, obs.indices
+    compiled = kernels.applies(obs.qpos, obs.qvel, obs.views.site_xpos, obs.views.xquat, obs.state.targets,
+                               obs.scales, obs.state.goal_pos, obs.state.goal_rot, *obs.observed, idx.joint_lower,
+                               idx.joint_upper)
+    policy = _compiled_policy(obs) if compiled else None
+    if policy is not None and not critic:
+        return policy
     palm_pos = obs.views.site_xpos[:, idx.palm_site]
     offsets = tool_terms.keypoint_offsets(obs.scales * cfg.object_base_size, cfg.keypoint_scale)
     kp_goal = tool_terms.keypoints_from_rot(obs.state.goal_pos, obs.state.goal_rot, offsets)
     shared = robot_blocks(obs, palm_pos)
-    seen = object_blocks(palm_pos, *obs.observed, offsets, kp_goal)
-    # The source hands the policy its object orientation through a rotation-matrix round trip that
-    # returns w >= 0 (q and -q are one rotation); the critic reads the simulator's quaternion as is.
-    policy_rot = {"object_rot": tool_terms.wxyz_to_xyzw(canonical_quat(obs.observed[1]))}
-    policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen, policy_rot)
-    if not critic:
-        return policy
-    true = seen if obs.true is obs.observed else object_blocks(palm_pos, *obs.true, offsets, kp_goal)
+    seen = None
+    if policy is None:
+        seen = object_blocks(palm_pos, *obs.observed, offsets, kp_goal)
+        # The source hands the policy its object orientation through a rotation-matrix round trip
+        # that returns w >= 0 (q and -q are one rotation); the critic reads the simulator's quaternion as is.
+        policy_rot = {"object_rot": tool_terms.wxyz_to_xyzw(canonical_quat(obs.observed[1]))}
+        policy = stack(POLICY_LAYOUT, cfg.obs_clip, shared, seen, policy_rot)
+        if not critic:
+            return policy
+    reuse = seen is not None and obs.true is obs.observed
+    true = seen if reuse else object_blocks(palm_pos, *obs.true, offsets, kp_goal)
     return {"policy": policy, "critic": stack(CRITIC_LAYOUT, cfg.obs_clip, shared, true, critic_blocks(obs))}
+
+
+def _compiled_policy(obs: ObsInputs) -> Array:
+    cfg, state, views = obs.cfg, obs.state, obs.views
+    return kernels.policy_observation(
+        obs.qpos, obs.qvel, views.site_xpos, views.xquat, obs.indices, state.targets, obs.scales, state.goal_pos,
+        state.goal_rot, *obs.observed, base_size=cfg.object_base_size, keypoint_scale=cfg.keypoint_scale,
+        clip=cfg.obs_clip, width=layout_size(POLICY_LAYOUT))
 
 
 def stack(layout: tuple[tuple[str, int], ...], clip: float, *parts: Blocks) -> Array:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mjvec.tasks.simtoolreal import kernels
 from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, TaskIndices
@@ -65,7 +66,10 @@ def object_pose(indices: TaskIndices, qpos: Array) -> tuple[Array, Array]:
 
 
 def measure(indices: TaskIndices, qpos: Array, site_xpos: Array, goal_kp_fixed: Array) -> Measurement:
-    """Measure K envs from their qpos (K, nq), site positions (K, nsite, 3) and goal keypoints (K, 4, 3)."""
+    """Measure K envs from their qpos (K, nq), site positions (K, nsite, 3) and goal keypoints (K, 4, 3).
+    On float64 numpy arrays this is `kernels.measure` (the same bits)."""
+    if kernels.applies(qpos, site_xpos, goal_kp_fixed, indices.fixed_offsets):
+        return Measurement(*kernels.measure(qpos, site_xpos, indices, goal_kp_fixed))
     xp = namespace_of(qpos)
     obj_pos, obj_quat = object_pose(indices, qpos)
     keypoints = tool_terms.keypoint_positions(obj_pos, obj_quat, indices.fixed_offsets)

@@ -1,0 +1,179 @@
+"""Compiled host kernels of SimToolReal-v0's per-step terms: the policy observation and the step's
+measurement, each one pass over the envs instead of a few dozen numpy passes and calls.
+
+Each kernel computes the SAME IEEE-754 operations, in the same order, as the namespace-generic
+functions it stands in for (`observations.policy_and_critic`'s policy blocks and `stack`,
+`step_terms.measure`), so its results are their bits: `mjvec._jit` compiles without fast-math,
+and where numpy reduces (a 3-vector's squared norm, the max over keypoints) the kernel sums and
+compares in numpy's order. tests/test_simtoolreal_kernels.py compares them bit for bit on random
+states (nan, signed zeros and values beyond the clip included) and through whole episodes.
+
+They run where the state is float64 numpy (the CPU backend's default); any other namespace or
+dtype (torch on a device, a float32 state) takes the generic functions, which stay the oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mjvec._jit import inline, kernel
+
+# Box corners (+,+,+), (+,+,-), (-,-,+), (-,-,-): `terms.KEYPOINT_SIGNS` (a test checks they agree).
+_SIGNS = np.array([[1, 1, 1], [1, 1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=np.float64)
+_XYZW = np.array([1, 2, 3, 0])
+
+
+@inline
+def _clip(x: float, low: float, high: float) -> float:
+    """numpy's clip of one value: max then min, a nan passing through."""
+    if not (x != x or x > low):
+        x = low
+    if not (x != x or x < high):
+        x = high
+    return x
+
+
+@inline
+def _rot(q: np.ndarray, out: np.ndarray) -> None:
+    """`mjvec.rotations.quat_to_mat` of one wxyz quaternion into out (3, 3)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    out[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    out[0, 1] = 2.0 * (x * y - w * z)
+    out[0, 2] = 2.0 * (x * z + w * y)
+    out[1, 0] = 2.0 * (x * y + w * z)
+    out[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    out[1, 2] = 2.0 * (y * z - w * x)
+    out[2, 0] = 2.0 * (x * z - w * y)
+    out[2, 1] = 2.0 * (y * z + w * x)
+    out[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@inline
+def _keypoints(pos: np.ndarray, rot: np.ndarray, offsets: np.ndarray, out: np.ndarray) -> None:
+    """`terms.keypoints_from_rot` of one pose: out (4, 3) = pos + sum over j (in j order) of offsets_j rot_ij."""
+    for k in range(4):
+        for i in range(3):
+            out[k, i] = pos[i] + (offsets[k, 0] * rot[i, 0] + offsets[k, 1] * rot[i, 1] + offsets[k, 2] * rot[i, 2])
+
+
+@inline
+def _norm3(x: float, y: float, z: float) -> float:
+    """np.linalg.vector_norm of one 3-vector: the squares summed in order, then sqrt."""
+    return np.sqrt(x * x + y * y + z * z)
+
+
+@kernel
+def _policy_kernel(qpos: np.ndarray, qvel: np.ndarray, site_xpos: np.ndarray, xquat: np.ndarray,
+                   jnt_qpos: np.ndarray, jnt_dof: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                   palm_site: int, palm_body: int, tip_sites: np.ndarray, targets: np.ndarray,
+                   scales: np.ndarray, base_size: float, half_scale: float, goal_pos: np.ndarray,
+                   goal_rot: np.ndarray, obj_pos: np.ndarray, obj_quat: np.ndarray, clip: float,
+                   out: np.ndarray) -> None:
+    n_joints, n_tips = jnt_qpos.shape[0], tip_sites.shape[0]
+    offsets, kp_goal, kp_obj, rot = np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)), np.empty((3, 3))
+    dims, quat = np.empty(3), np.empty(4)
+    for e in range(qpos.shape[0]):
+        row = out[e]
+        col = 0
+        for j in range(n_joints):  # joint_pos: unscale_from_limits, clipped to [-1, 1]
+            x = (2.0 * qpos[e, jnt_qpos[j]] - upper[j] - lower[j]) / (upper[j] - lower[j])
+            row[col + j] = _clip(x, -1.0, 1.0)
+        col += n_joints
+        for j in range(n_joints):
+            row[col + j] = qvel[e, jnt_dof[j]]
+        col += n_joints
+        for j in range(n_joints):
+            row[col + j] = targets[e, j]
+        col += n_joints
+        for i in range(3):
+            row[col + i] = site_xpos[e, palm_site, i]
+        col += 3
+        for i in range(4):
+            row[col + i] = xquat[e, palm_body, _XYZW[i]]
+        col += 4
+        flip = obj_quat[e, 0] < 0.0  # canonical_quat: w >= 0
+        for i in range(4):
+            quat[i] = -obj_quat[e, i] if flip else obj_quat[e, i]
+        for i in range(4):
+            row[col + i] = quat[_XYZW[i]]
+        col += 4
+        for t in range(n_tips):
+            for i in range(3):
+                row[col + 3 * t + i] = site_xpos[e, tip_sites[t], i] - site_xpos[e, palm_site, i]
+        col += 3 * n_tips
+        for i in range(3):
+            dims[i] = half_scale * (scales[e, i] * base_size)
+        for k in range(4):
+            for i in range(3):
+                offsets[k, i] = _SIGNS[k, i] * dims[i]
+        _keypoints(goal_pos[e], goal_rot[e], offsets, kp_goal)
+        _rot(obj_quat[e], rot)
+        _keypoints(obj_pos[e], rot, offsets, kp_obj)
+        for k in range(4):
+            for i in range(3):
+                row[col + 3 * k + i] = kp_obj[k, i] - site_xpos[e, palm_site, i]
+        col += 12
+        for k in range(4):
+            for i in range(3):
+                row[col + 3 * k + i] = kp_obj[k, i] - kp_goal[k, i]
+        col += 12
+        for i in range(3):
+            row[col + i] = scales[e, i]
+        for c in range(row.shape[0]):  # the float32 values, clamped as `observations.stack` clamps them
+            row[c] = _clip(row[c], np.float32(-clip), np.float32(clip))
+
+
+@kernel
+def _measure_kernel(qpos: np.ndarray, site_xpos: np.ndarray, obj_qpos: int, tip_sites: np.ndarray,
+                    fixed_offsets: np.ndarray, goal_kp: np.ndarray, obj_pos: np.ndarray, obj_quat: np.ndarray,
+                    keypoints: np.ndarray, tip_dist: np.ndarray, kp_dist: np.ndarray) -> None:
+    rot = np.empty((3, 3))
+    for e in range(qpos.shape[0]):
+        for i in range(3):
+            obj_pos[e, i] = qpos[e, obj_qpos + i]
+        for i in range(4):
+            obj_quat[e, i] = qpos[e, obj_qpos + 3 + i]
+        _rot(obj_quat[e], rot)
+        _keypoints(obj_pos[e], rot, fixed_offsets, keypoints[e])
+        for t in range(tip_sites.shape[0]):
+            s = tip_sites[t]
+            tip_dist[e, t] = _norm3(site_xpos[e, s, 0] - obj_pos[e, 0], site_xpos[e, s, 1] - obj_pos[e, 1],
+                                    site_xpos[e, s, 2] - obj_pos[e, 2])
+        best = 0.0
+        for k in range(4):
+            d = _norm3(keypoints[e, k, 0] - goal_kp[e, k, 0], keypoints[e, k, 1] - goal_kp[e, k, 1],
+                       keypoints[e, k, 2] - goal_kp[e, k, 2])
+            if k == 0 or (best == best and (d != d or d > best)):  # np.max: the first nan wins
+                best = d
+        kp_dist[e] = best
+
+
+def applies(*arrays: Any) -> bool:
+    """True where the kernels stand in for the generic functions: every array float64 numpy."""
+    return all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays)
+
+
+def policy_observation(qpos: np.ndarray, qvel: np.ndarray, site_xpos: np.ndarray, xquat: np.ndarray, indices: Any,
+                       targets: np.ndarray, scales: np.ndarray, goal_pos: np.ndarray, goal_rot: np.ndarray,
+                       obj_pos: np.ndarray, obj_quat: np.ndarray, base_size: float, keypoint_scale: float,
+                       clip: float, width: int) -> np.ndarray:
+    """(N, width) float32: `observations.policy_and_critic`'s policy observation (the blocks of
+    `terms.POLICY_LAYOUT`, clamped to ±clip), for float64 numpy inputs."""
+    out = np.empty((qpos.shape[0], width), np.float32)
+    _policy_kernel(qpos, qvel, site_xpos, xquat, indices.jnt_qpos, indices.jnt_dof, indices.joint_lower,
+                   indices.joint_upper, indices.palm_site, indices.palm_body, indices.tip_sites, targets, scales,
+                   float(base_size), 0.5 * keypoint_scale, goal_pos, goal_rot, obj_pos, obj_quat, float(clip), out)
+    return out
+
+
+def measure(qpos: np.ndarray, site_xpos: np.ndarray, indices: Any, goal_kp: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`step_terms.measure`'s arrays for float64 numpy inputs: (obj_pos (K, 3), obj_quat (K, 4),
+    object_keypoints (K, 4, 3), fingertip_dist (K, F), keypoint_dist (K,)), new arrays."""
+    k, tips = qpos.shape[0], indices.tip_sites.shape[0]
+    obj_pos, obj_quat, keypoints = np.empty((k, 3)), np.empty((k, 4)), np.empty((k, 4, 3))
+    tip_dist, kp_dist = np.empty((k, tips)), np.empty(k)
+    _measure_kernel(qpos, site_xpos, int(indices.obj_qpos), indices.tip_sites, indices.fixed_offsets[0], goal_kp,
+                    obj_pos, obj_quat, keypoints, tip_dist, kp_dist)
+    return obj_pos, obj_quat, keypoints, tip_dist, kp_dist

@@ -1,0 +1,153 @@
+"""SimToolReal-v0's compiled kernels (mjvec.tasks.simtoolreal.kernels) against the namespace-generic
+functions they stand in for, bit for bit: on states a real episode reaches, on adversarial values
+(nan, signed zeros, values far beyond the observation clip, quaternions with w < 0), and through
+whole episodes in both observation modes."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import mjvec
+from mjvec import rotations
+from mjvec.tasks.simtoolreal import kernels, step_terms
+from mjvec.tasks.simtoolreal import observations as obs_mod
+from mjvec.tasks.simtoolreal import terms as tool_terms
+
+
+def _generic(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "applies", lambda *arrays: False)
+
+
+def _env(num_envs: int = 16, obs_mode: str = "policy") -> gym.vector.VectorEnv:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=num_envs, num_threads=1, randomization="paper", obs_mode=obs_mode)
+    env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        env.step(rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
+    return env
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).view(np.uint8)
+
+
+def _assert_same(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    """The same bits, except that a nan's sign and payload are not compared (which nan an operation
+    on two nans returns is the compiler's choice of operand order): nan where nan."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=what)
+    np.testing.assert_array_equal(_bits(np.where(nan, 0, got)), _bits(np.where(nan, 0, want)), err_msg=what)
+
+
+def _adversarial(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A copy of a with some entries replaced by nan, +-0.0, +-inf, huge and tiny values."""
+    out = a.copy()
+    flat = out.reshape(-1)
+    picks = rng.choice(flat.size, size=max(1, flat.size // 6), replace=False)
+    specials = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e6, -1e6, 1e-300, -5e-324, 11.0, -11.0])
+    flat[picks] = specials[rng.integers(0, specials.size, picks.size)]
+    return out
+
+
+def _inputs(env: gym.vector.VectorEnv, rng: np.random.Generator | None) -> obs_mod.ObsInputs:
+    """The env's current observation inputs; with rng, adversarial copies of every array read."""
+    base = env.unwrapped
+    views, state = base.views, base.task_state
+    pose = base.true_object_pose()
+    scales = np.asarray(base.observed_object_scales(), np.float64)
+    if rng is None:
+        return obs_mod.ObsInputs(base.cfg, base.indices, views, state, base.backend.qpos, base.backend.qvel,
+                                 observed=pose, true=pose, scales=scales, measured=None)
+    spoil = lambda a: _adversarial(np.asarray(a), rng)  # noqa: E731
+    views = dataclasses.replace(views, site_xpos=spoil(views.site_xpos), xquat=spoil(views.xquat))
+    quat = spoil(pose[1])
+    quat[::3, 0] = -np.abs(quat[::3, 0])  # w < 0: canonical_quat flips these
+    fake_state = _StateView(state, targets=spoil(state.targets), goal_pos=spoil(state.goal_pos),
+                            goal_rot=spoil(state.goal_rot))
+    observed = (spoil(pose[0]), quat)
+    return obs_mod.ObsInputs(base.cfg, base.indices, views, fake_state, spoil(base.backend.qpos),
+                             spoil(base.backend.qvel), observed=observed, true=observed, scales=spoil(scales),
+                             measured=None)
+
+
+class _StateView:
+    """The task state with some arrays replaced (the builders only read it)."""
+
+    def __init__(self, state: object, **arrays: np.ndarray) -> None:
+        self._state, self._arrays = state, arrays
+
+    def __getattr__(self, name: str) -> object:
+        return self._arrays[name] if name in self._arrays else getattr(self._state, name)
+
+
+def test_the_kernels_constants_are_the_terms() -> None:
+    np.testing.assert_array_equal(kernels._SIGNS, tool_terms.KEYPOINT_SIGNS)
+    np.testing.assert_array_equal(kernels._XYZW, rotations._XYZW)
+
+
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_policy_observation_is_the_generic_functions_bits(adversarial: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _env()
+    for seed in range(4):
+        obs = _inputs(env, np.random.default_rng(seed) if adversarial else None)
+        assert kernels.applies(obs.qpos, obs.views.site_xpos, obs.state.targets)
+        got = obs_mod.policy_and_critic(obs, critic=False)
+        with monkeypatch.context() as m:
+            _generic(m)
+            want = obs_mod.policy_and_critic(obs, critic=False)
+        assert got.shape == (16, 140) and got.dtype == np.float32
+        _assert_same(got, want)
+        if not adversarial:
+            np.testing.assert_array_equal(_bits(got), _bits(want))
+        if adversarial:
+            assert np.isnan(got).any() and (np.abs(got[~np.isnan(got)]) == env.unwrapped.cfg.obs_clip).any()
+    env.close()
+
+
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_measure_is_the_generic_functions_bits(adversarial: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _env()
+    base = env.unwrapped
+    rng = np.random.default_rng(3)
+    spoil = (lambda a: _adversarial(np.asarray(a), rng)) if adversarial else np.asarray
+    for _ in range(4):
+        args = (base.indices, spoil(base.backend.qpos), spoil(base.views.site_xpos),
+                spoil(base.task_state.goal_kp_fixed))
+        got = step_terms.measure(*args)
+        with monkeypatch.context() as m:
+            _generic(m)
+            want = step_terms.measure(*args)
+        for field in dataclasses.fields(want):
+            _assert_same(getattr(got, field.name), getattr(want, field.name), field.name)
+    env.close()
+
+
+def _episode_digest(obs_mode: str) -> str:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=12, num_threads=1, randomization="paper", obs_mode=obs_mode,
+                       max_episode_steps=40)
+    digest = hashlib.sha256()
+    obs, _ = env.reset(seed=11)
+    rng = np.random.default_rng(2)
+    for _ in range(90):  # past the 40-step episodes: autoresets measure single rows
+        obs, reward, terminated, truncated, info = env.step(
+            rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
+        for part in (obs["policy"], obs["critic"]) if isinstance(obs, dict) else (obs,):
+            digest.update(_bits(part))
+        digest.update(_bits(reward))
+        digest.update(_bits(info["keypoint_dist"]))
+        digest.update(np.asarray(terminated | truncated).tobytes())
+    env.close()
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("obs_mode", ["policy", "asymmetric"])
+def test_episodes_are_the_generic_functions_bits(obs_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _episode_digest(obs_mode)
+    _generic(monkeypatch)
+    assert _episode_digest(obs_mode) == compiled
