@@ -9,10 +9,16 @@ options matter for the results, not only the speed:
   (vectorized or not). A kernel that writes `a * b + c` gets numpy's `a * b + c`, bit for bit.
 - numpy's error model: a division by zero gives inf or nan as numpy's does, instead of raising.
 
-What a kernel does NOT share with numpy: numpy's pairwise summation (a kernel sums in the order it
-is written) and its transcendental functions (kernels use `mjvec.portable`'s formulas, never
-`math.sin` or `math.log`, whose bits follow the C library). Each kernel's tests compare it bit for
-bit with the numpy formulas it replaces.
+What a kernel does NOT share with numpy by itself: numpy's pairwise summation (a kernel sums in
+the order it is written; `pairwise_sum` is numpy's order, for kernels that stand in for `xp.sum`)
+and its transcendental functions (kernels use `mjvec.portable`'s formulas, never `math.sin` or
+`math.log`, whose bits follow the C library). Each kernel's tests compare it bit for bit with the
+numpy formulas it replaces.
+
+numba keys a kernel's cache entry on its own module's source file: a kernel that inlines a helper
+of another module (this one's, `mjvec._portable_host`'s) keeps its cached code after that helper
+changes, until its own module changes. CI runs on a clean clone; locally,
+`find mjvec -name '*.nb[ic]' -delete` clears the cache.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
+import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,3 +40,61 @@ def kernel(function: F) -> F:
 def inline(function: F) -> F:
     """A scalar helper of kernels, inlined into each kernel that calls it (no call per element)."""
     return numba.njit(inline="always", error_model="numpy", fastmath=False)(function)
+
+
+# numpy's pairwise summation works in blocks of this many elements; kernels sum fewer.
+PAIRWISE_BLOCK = 128
+
+
+@inline
+def pairwise_sum(a: np.ndarray) -> float:
+    """np.sum(..., axis=-1) of one row `a` (1-D float64, at most PAIRWISE_BLOCK elements) in numpy's
+    order: from +0.0 (the reduction's start, so zeros sum to +0.0), one by one below 8 elements;
+    else 8 running sums over whole blocks of 8, combined as a tree, then the rest one by one
+    (numpy's `pairwise_sum`), added to that start."""
+    n = a.shape[0]
+    if n < 8:
+        total = 0.0
+        for i in range(n):
+            total += a[i]
+        return total
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        total += a[i]
+        i += 1
+    return 0.0 + total  # not folded away: without fast-math, 0.0 + -0.0 stays +0.0
+
+
+@inline
+def clip(x: float, low: float, high: float) -> float:
+    """np.clip of one value: low where x < low, high where x > high, else x itself (a nan, and a
+    zero against a bound of the other sign, pass through as numpy's do)."""
+    if x < low:
+        x = low
+    if x > high:
+        x = high
+    return x
+
+
+@inline
+def minimum(x: float, y: float) -> float:
+    """np.minimum of two values: x where x < y or x is nan, else y (so y for +-0 against -+0)."""
+    return x if (x != x or x < y) else y
+
+
+@inline
+def maximum(x: float, y: float) -> float:
+    """np.maximum of two values: x where x > y or x is nan, else y (so y for +-0 against -+0)."""
+    return x if (x != x or x > y) else y

@@ -26,6 +26,8 @@ from mjvec._jit import inline, kernel
 from mjvec._portable_constants import (
     _COS,
     _EXP,
+    _EXP_MAX,
+    _EXP_MIN,
     _INV_LN2,
     _LN2_HI,
     _LN2_LO,
@@ -83,6 +85,19 @@ def _exp1(a: float) -> float:
     k = np.int64(kf)
     half = k >> 1
     return (1.0 + p) * math.ldexp(1.0, half) * math.ldexp(1.0, k - half)
+
+
+@inline
+def exp_any(a: float) -> float:
+    """`mjvec.portable.exp` of one float64 value, its special values included (nan passes through,
+    above _EXP_MAX inf, below _EXP_MIN 0): for kernels that inline it."""
+    if a != a:
+        return a
+    if a > _EXP_MAX:
+        return math.inf
+    if a < _EXP_MIN:
+        return 0.0
+    return _exp1(a)
 
 
 @inline

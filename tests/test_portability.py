@@ -54,7 +54,9 @@ ORACLES = [
     "tests/test_digest_critic.py",
     "tests/test_portable.py",
     "tests/test_rng.py::test_host_normals_are_the_box_muller_formula_bit_for_bit",
+    "tests/test_jit.py",
     "tests/test_simtoolreal_kernels.py",
+    "tests/test_go1_kernels.py",
     "tests/test_dr_matrix.py::test_cpu_write_equals_direct_edit_and_mj_setconst",
 ]
 

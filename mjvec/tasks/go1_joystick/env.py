@@ -133,9 +133,9 @@ class Go1JoystickEnv(MjVecEnv, VectorEnv):
         step = self.feet.touch_down(contact, v["site_xpos"][:, idx.foot_sites, 2], self.control_dt)
         done = go1_terms.fallen(sensordata, idx)
         command = _copy(self.commands.command)
-        terms = go1_terms.reward_terms(self.cfg, idx, qpos, qvel, sensordata, v["site_xpos"], v["actuator_force"],
-                               self._action, self.last_act, command, step, done)
-        reward, weighted = go1_terms.reward(self.cfg, terms)
+        reward, weighted = go1_terms.weighted_reward(self.cfg, idx, qpos, qvel, sensordata, v["site_xpos"],
+                                                     v["actuator_force"], self._action, self.last_act, command,
+                                                     step, done)
         mask = active[:, None]
         shown = self.shown
         shown.last_act[...] = xp.where(mask, self.last_act, shown.last_act)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mjvec import portable
+from mjvec.tasks.go1_joystick import kernels
 from mjvec.tasks.go1_joystick.config import Go1JoystickConfig
 from mjvec.tasks.go1_joystick.indices import Go1Indices
 from mjvec.tasks.go1_joystick.observations import sensor
@@ -13,7 +14,7 @@ from mjvec.tasks.locomotion import FeetStep, rewards
 from mjvec.tasks.locomotion import feet as feet_terms
 from mjvec.xp import namespace_of
 
-__all__ = ["REWARD_TERMS", "fallen", "reward", "reward_terms"]
+__all__ = ["REWARD_TERMS", "fallen", "reward", "reward_terms", "weighted_reward"]
 
 Array = Any
 REWARD_TERMS = (
@@ -69,3 +70,18 @@ def reward(cfg: Go1JoystickConfig, terms: dict[str, Array]) -> tuple[Array, dict
     total = sum(weighted.values())
     xp = namespace_of(total)
     return xp.clip(total * cfg.ctrl_dt, 0.0, MAX_REWARD), weighted
+
+
+def weighted_reward(cfg: Go1JoystickConfig, idx: Go1Indices, qpos: Array, qvel: Array, sensordata: Array,
+                    site_xpos: Array, actuator_force: Array, action: Array, last_action: Array, command: Array,
+                    feet: FeetStep, done: Array) -> tuple[Array, dict[str, Array]]:
+    """`reward(cfg, reward_terms(...))`: (reward (N,), the weighted terms by name). On float64 numpy
+    state it is `kernels.reward`, the same bits in one pass."""
+    arrays = (qpos, qvel, sensordata, site_xpos, actuator_force, action, last_action, command, feet.air_time,
+              feet.swing_peak, feet.contact, feet.first_contact, done, idx.default_pose, idx.pose_weight,
+              idx.soft_lower, idx.soft_upper)
+    if kernels.applies(*arrays):
+        return kernels.reward(cfg, idx, qpos, qvel, sensordata, site_xpos, actuator_force, action, last_action,
+                              command, feet, done, REWARD_TERMS, MAX_REWARD)
+    return reward(cfg, reward_terms(cfg, idx, qpos, qvel, sensordata, site_xpos, actuator_force, action,
+                                    last_action, command, feet, done))

@@ -18,21 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from mjvec._jit import clip as _clip
 from mjvec._jit import inline, kernel
 
 # Box corners (+,+,+), (+,+,-), (-,-,+), (-,-,-): `terms.KEYPOINT_SIGNS` (a test checks they agree).
 _SIGNS = np.array([[1, 1, 1], [1, 1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=np.float64)
 _XYZW = np.array([1, 2, 3, 0])
-
-
-@inline
-def _clip(x: float, low: float, high: float) -> float:
-    """numpy's clip of one value: max then min, a nan passing through."""
-    if not (x != x or x > low):
-        x = low
-    if not (x != x or x < high):
-        x = high
-    return x
 
 
 @inline

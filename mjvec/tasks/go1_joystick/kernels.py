@@ -1,0 +1,121 @@
+"""Compiled host kernel of the Go1 joystick task's reward: the 16 terms of `terms.reward_terms`, their
+weighting and the clipped total of `terms.reward`, in one pass over the envs instead of about a
+hundred numpy calls.
+
+The kernel computes the SAME IEEE-754 operations, in the same order, as those namespace-generic
+functions (`mjvec.tasks.locomotion`'s rewards and feet terms): `mjvec._jit` compiles without
+fast-math, sums along an axis run in numpy's pairwise order (`mjvec._jit.pairwise_sum`), and the
+exponentials are `mjvec.portable.exp`'s (`mjvec._portable_host.exp_any`). So its results are their
+bits; tests/test_go1_kernels.py compares them on episode states, adversarial values and whole
+episodes. It runs where the state is float64 numpy (the CPU backend's default); torch on a device
+and any other dtype take the generic functions, which stay the oracle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mjvec._jit import clip, inline, kernel, maximum, minimum, pairwise_sum
+from mjvec._portable_host import exp_any
+
+NUM_TERMS = 16  # terms.REWARD_TERMS, in its order (a test checks the count and the order below)
+
+
+@inline
+def _moving(c: np.ndarray) -> float:
+    """1.0 where the command's norm exceeds 0.01 (`feet.moving`), else 0.0."""
+    return 1.0 if np.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]) > 0.01 else 0.0
+
+
+@kernel
+def _reward_kernel(command: np.ndarray, sensordata: np.ndarray, sensor_adr: np.ndarray, foot_vel_adr: np.ndarray,
+                   qpos: np.ndarray, qvel: np.ndarray, site_xpos: np.ndarray, foot_sites: np.ndarray,
+                   force: np.ndarray, action: np.ndarray, last_action: np.ndarray, contact: np.ndarray,
+                   first_contact: np.ndarray, air_time: np.ndarray, swing_peak: np.ndarray, done: np.ndarray,
+                   default_pose: np.ndarray, pose_weight: np.ndarray, soft_lower: np.ndarray,
+                   soft_upper: np.ndarray, params: np.ndarray, weights: np.ndarray, weighted: np.ndarray,
+                   reward: np.ndarray) -> None:
+    sigma, foot_height, ctrl_dt, max_reward = params[0], params[1], params[2], params[3]
+    lin, gyro, glin, gang, up = sensor_adr[0], sensor_adr[1], sensor_adr[2], sensor_adr[3], sensor_adr[4]
+    nj, nf = default_pose.shape[0], foot_sites.shape[0]
+    work, terms = np.empty(nj), np.empty(NUM_TERMS)
+    for e in range(command.shape[0]):
+        c, s = command[e], sensordata[e]
+        moving = _moving(c)
+        d0, d1 = c[0] - s[lin], c[1] - s[lin + 1]
+        terms[0] = exp_any(-(d0 * d0 + d1 * d1) / sigma)  # tracking_lin_vel
+        d2 = c[2] - s[gyro + 2]
+        terms[1] = exp_any(-(d2 * d2) / sigma)  # tracking_ang_vel
+        terms[2] = s[glin + 2] * s[glin + 2]  # lin_vel_z
+        terms[3] = s[gang] * s[gang] + s[gang + 1] * s[gang + 1]  # ang_vel_xy
+        terms[4] = s[up] * s[up] + s[up + 1] * s[up + 1]  # orientation
+        for j in range(nj):
+            work[j] = abs(qpos[e, 7 + j] - default_pose[j])
+        terms[5] = pairwise_sum(work) * (1.0 - moving)  # stand_still
+        terms[6] = 1.0 if done[e] else 0.0  # termination
+        for j in range(nj):
+            q = qpos[e, 7 + j] - default_pose[j]
+            work[j] = q * q * pose_weight[j]
+        terms[7] = exp_any(-pairwise_sum(work))  # pose
+        for j in range(nj):
+            work[j] = force[e, j] * force[e, j]
+        torque_l2 = np.sqrt(pairwise_sum(work))
+        for j in range(nj):
+            work[j] = abs(force[e, j])
+        terms[8] = torque_l2 + pairwise_sum(work)  # torques
+        for j in range(nj):
+            a = action[e, j] - last_action[e, j]
+            work[j] = a * a
+        terms[9] = pairwise_sum(work)  # action_rate
+        for j in range(nj):
+            work[j] = abs(qvel[e, 6 + j]) * abs(force[e, j])
+        terms[10] = pairwise_sum(work)  # energy
+        slip, clearance, height, air = 0.0, 0.0, 0.0, 0.0  # np.sum starts from +0.0
+        for f in range(nf):
+            vx, vy = s[foot_vel_adr[f, 0]], s[foot_vel_adr[f, 1]]
+            speed_sq = vx * vx + vy * vy
+            slip += speed_sq * (1.0 if contact[e, f] else 0.0)
+            clearance += abs(site_xpos[e, foot_sites[f], 2] - foot_height) * np.sqrt(np.sqrt(speed_sq))
+            landing = 1.0 if first_contact[e, f] else 0.0
+            error = swing_peak[e, f] / foot_height - 1.0
+            height += error * error * landing
+            air += (air_time[e, f] - 0.1) * landing
+        terms[11], terms[12] = slip * moving, clearance  # feet_slip, feet_clearance
+        terms[13], terms[14] = height * moving, air * moving  # feet_height, feet_air_time
+        for j in range(nj):
+            q = qpos[e, 7 + j]
+            work[j] = -minimum(q - soft_lower[j], 0.0) + maximum(q - soft_upper[j], 0.0)
+        terms[15] = pairwise_sum(work)  # dof_pos_limits
+        total = 0.0  # Python's sum() of the weighted terms starts from 0
+        for t in range(NUM_TERMS):
+            weighted[t, e] = weights[t] * terms[t]
+            total += weighted[t, e]
+        reward[e] = clip(total * ctrl_dt, 0.0, max_reward)
+
+
+SENSORS = ("local_linvel", "gyro", "global_linvel", "global_angvel", "upvector")
+
+
+def applies(*arrays: Any) -> bool:
+    """True where the kernel stands in for the generic functions: every float array float64 numpy."""
+    return all(isinstance(a, np.ndarray) and (a.dtype == np.float64 or a.dtype == np.bool_) for a in arrays)
+
+
+def reward(cfg: Any, idx: Any, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xpos: np.ndarray,
+           force: np.ndarray, action: np.ndarray, last_action: np.ndarray, command: np.ndarray, feet: Any,
+           done: np.ndarray, names: tuple[str, ...], max_reward: float) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """`terms.reward(cfg, terms.reward_terms(...))` for float64 numpy inputs: (reward (N,), the
+    weighted terms by name, (N,) each, in `names` order), new arrays."""
+    n = qpos.shape[0]
+    scales = cfg.reward_scales.as_dict()
+    weights = np.array([scales[name] for name in names], np.float64)
+    params = np.array([cfg.tracking_sigma, cfg.max_foot_height, cfg.ctrl_dt, max_reward], np.float64)
+    adr = np.array([idx.sensor[name][0] for name in SENSORS], np.int64)
+    weighted, total = np.empty((len(names), n)), np.empty(n)
+    _reward_kernel(command, sensordata, adr, np.asarray(idx.foot_vel_adr, np.int64), qpos, qvel, site_xpos,
+                   np.asarray(idx.foot_sites, np.int64), force, action, last_action, feet.contact,
+                   feet.first_contact, feet.air_time, feet.swing_peak, done, idx.default_pose, idx.pose_weight,
+                   idx.soft_lower, idx.soft_upper, params, weights, weighted, total)
+    return total, dict(zip(names, weighted, strict=True))
