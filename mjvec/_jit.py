@@ -42,6 +42,16 @@ def inline(function: F) -> F:
     return numba.njit(inline="always", error_model="numpy", fastmath=False)(function)
 
 
+@inline
+def sequential_sum(a: np.ndarray) -> float:
+    """np.sum(..., axis=-1) of one row `a` where numpy's reduction runs across rows (an array whose
+    rows are not contiguous, as a fancy index on the last axis makes): from +0.0, one by one."""
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += a[i]
+    return total
+
+
 # numpy's pairwise summation works in blocks of this many elements; kernels sum fewer.
 PAIRWISE_BLOCK = 128
 

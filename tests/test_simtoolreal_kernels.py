@@ -23,11 +23,11 @@ def _generic(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "applies", lambda *arrays: False)
 
 
-def _env(num_envs: int = 16, obs_mode: str = "policy") -> gym.vector.VectorEnv:
+def _env(num_envs: int = 16, obs_mode: str = "policy", steps: int = 12) -> gym.vector.VectorEnv:
     env = gym.make_vec(mjvec.ENV_ID, num_envs=num_envs, num_threads=1, randomization="paper", obs_mode=obs_mode)
     env.reset(seed=5)
     rng = np.random.default_rng(1)
-    for _ in range(12):
+    for _ in range(steps):
         env.step(rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
     return env
 
@@ -89,6 +89,7 @@ class _StateView:
 def test_the_kernels_constants_are_the_terms() -> None:
     np.testing.assert_array_equal(kernels._SIGNS, tool_terms.KEYPOINT_SIGNS)
     np.testing.assert_array_equal(kernels._XYZW, rotations._XYZW)
+    assert kernels.NUM_ARM == tool_terms.NUM_ARM_JOINTS
 
 
 @pytest.mark.parametrize("adversarial", [False, True])
@@ -128,8 +129,71 @@ def test_measure_is_the_generic_functions_bits(adversarial: bool, monkeypatch: p
     env.close()
 
 
-def _episode_digest(obs_mode: str) -> str:
-    env = gym.make_vec(mjvec.ENV_ID, num_envs=12, num_threads=1, randomization="paper", obs_mode=obs_mode,
+def _spoiled_state(state: object, rng: np.random.Generator) -> _StateView:
+    """The task state with adversarial distances, counters near their limits and random latches."""
+    n = state.lifted.shape[0]
+    closest_tip = _adversarial(np.asarray(state.closest_fingertip_dist), rng)
+    closest_tip[::4] = -1.0  # unset
+    return _StateView(state, lifted=rng.random(n) < 0.5, closest_fingertip_dist=closest_tip,
+                      closest_keypoint_dist=np.where(rng.random(n) < 0.3, -1.0, _adversarial(
+                          np.asarray(state.closest_keypoint_dist), rng)),
+                      near_goal_steps=rng.integers(0, 12, n), successes=rng.integers(0, 51, n),
+                      progress=rng.integers(0, 601, n), spawn_z=_adversarial(np.asarray(state.spawn_z), rng))
+
+
+@pytest.mark.parametrize("num_envs", [1, 16])
+@pytest.mark.parametrize("adversarial", [False, True])
+def test_evaluate_is_the_generic_rules_bits(num_envs: int, adversarial: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every StepTerms field; one env too (numpy sums its joint speeds in another order there)."""
+    env = _env(num_envs, steps=30)
+    base = env.unwrapped
+    rng = np.random.default_rng(num_envs)
+    decided = 0
+    for _ in range(12):
+        measured = base._measure(base.all_rows)
+        state, qvel = base.task_state, base.backend.qvel
+        tolerance = state.curriculum.tolerance
+        active = rng.random(num_envs) < 0.8
+        if adversarial:
+            state, qvel = _spoiled_state(state, rng), _adversarial(np.asarray(qvel), rng)
+            measured = dataclasses.replace(measured, fingertip_dist=np.abs(_adversarial(measured.fingertip_dist, rng)),
+                                           keypoint_dist=np.abs(_adversarial(measured.keypoint_dist, rng)))
+            tolerance = np.asarray(rng.choice([0.0, 0.01, 0.1, np.inf]))
+        got = step_terms.evaluate(base.cfg, base.indices, state, measured, qvel, tolerance, active)
+        with monkeypatch.context() as m:
+            _generic(m)
+            m.setattr(kernels, "state_applies", lambda state: False)
+            want = step_terms.evaluate(base.cfg, base.indices, state, measured, qvel, tolerance, active)
+        for field in dataclasses.fields(want):
+            g, w = getattr(got, field.name), getattr(want, field.name)
+            if field.name == "reward_terms":
+                assert list(g) == list(w) == list(step_terms.REWARD_TERMS)
+                for name in w:
+                    _assert_same(g[name], np.asarray(w[name]), name)
+            elif field.name not in ("measured", "tolerance"):
+                _assert_same(g, np.asarray(w), field.name)
+        decided += int(got.success.sum() + got.terminated.sum())
+    assert decided or not adversarial or num_envs == 1  # the rules' branches were reached
+    env.close()
+
+
+def test_joint_targets_are_the_generic_functions_bits() -> None:
+    env = _env()
+    base, cfg, rng = env.unwrapped, env.unwrapped.cfg, np.random.default_rng(8)
+    idx = base.indices
+    for _ in range(5):
+        actions = _adversarial(rng.uniform(-1.5, 1.5, (16, 29)), rng)
+        prev = _adversarial(np.asarray(base.task_state.targets), rng)
+        options = {"arm_step": cfg.dof_speed_scale * base.control_dt, "arm_moving_average": cfg.arm_moving_average,
+                   "hand_moving_average": cfg.hand_moving_average, "num_arm": tool_terms.NUM_ARM_JOINTS}
+        got = kernels.joint_targets(actions, prev, idx.joint_lower, idx.joint_upper, **options)
+        want = tool_terms.compute_joint_targets(actions, prev, idx.joint_lower, idx.joint_upper, **options)
+        _assert_same(got, want, "targets")
+    env.close()
+
+
+def _episode_digest(obs_mode: str, num_envs: int = 12) -> str:
+    env = gym.make_vec(mjvec.ENV_ID, num_envs=num_envs, num_threads=1, randomization="paper", obs_mode=obs_mode,
                        max_episode_steps=40)
     digest = hashlib.sha256()
     obs, _ = env.reset(seed=11)
@@ -146,8 +210,10 @@ def _episode_digest(obs_mode: str) -> str:
     return digest.hexdigest()
 
 
-@pytest.mark.parametrize("obs_mode", ["policy", "asymmetric"])
-def test_episodes_are_the_generic_functions_bits(obs_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    compiled = _episode_digest(obs_mode)
+@pytest.mark.parametrize(("obs_mode", "num_envs"), [("policy", 12), ("asymmetric", 12), ("policy", 1)])
+def test_episodes_are_the_generic_functions_bits(obs_mode: str, num_envs: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _episode_digest(obs_mode, num_envs)
     _generic(monkeypatch)
-    assert _episode_digest(obs_mode) == compiled
+    monkeypatch.setattr(kernels, "state_applies", lambda state: False)
+    assert _episode_digest(obs_mode, num_envs) == compiled

@@ -63,6 +63,7 @@ from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError, allowed
 from mjvec.tasks.simtoolreal import cameras as tool_cameras
+from mjvec.tasks.simtoolreal import kernels
 from mjvec.tasks.simtoolreal import scene as tool_scene
 from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.catalog.tools import ToolCatalog, source_env0_tool
@@ -296,10 +297,13 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
     def _apply_action(self, actions: Any) -> None:
         cfg, state = self.cfg, self.task_state
         # A fresh array each step (see TaskState): copying it into the old one would cost a pass.
-        state.targets = tool_terms.compute_joint_targets(
+        compute = (kernels.joint_targets if kernels.applies(actions, state.targets, self.indices.joint_lower)
+                   else tool_terms.compute_joint_targets)
+        state.targets = compute(
             actions, state.targets, self.indices.joint_lower, self.indices.joint_upper,
             arm_step=cfg.dof_speed_scale * self.control_dt,
             arm_moving_average=cfg.arm_moving_average, hand_moving_average=cfg.hand_moving_average,
+            num_arm=tool_terms.NUM_ARM_JOINTS,
         )
         self.backend.ctrl[:, self.indices.act_ids] = state.targets
 

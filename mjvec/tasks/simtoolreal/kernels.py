@@ -1,9 +1,11 @@
-"""Compiled host kernels of SimToolReal-v0's per-step terms: the policy observation and the step's
-measurement, each one pass over the envs instead of a few dozen numpy passes and calls.
+"""Compiled host kernels of SimToolReal-v0's per-step terms: the policy observation, the step's
+measurement, its rules and rewards, and the joint targets of an action, each one pass over the envs
+instead of a few dozen numpy passes and calls.
 
 Each kernel computes the SAME IEEE-754 operations, in the same order, as the namespace-generic
 functions it stands in for (`observations.policy_and_critic`'s policy blocks and `stack`,
-`step_terms.measure`), so its results are their bits: `mjvec._jit` compiles without fast-math,
+`step_terms.measure`, `step_terms.evaluate`, `terms.compute_joint_targets`), so its results are
+their bits: `mjvec._jit` compiles without fast-math,
 and where numpy reduces (a 3-vector's squared norm, the max over keypoints) the kernel sums and
 compares in numpy's order. tests/test_simtoolreal_kernels.py compares them bit for bit on random
 states (nan, signed zeros and values beyond the clip included) and through whole episodes.
@@ -19,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from mjvec._jit import clip as _clip
-from mjvec._jit import inline, kernel
+from mjvec._jit import inline, kernel, minimum, pairwise_sum, sequential_sum
 
 # Box corners (+,+,+), (+,+,-), (-,-,+), (-,-,-): `terms.KEYPOINT_SIGNS` (a test checks they agree).
 _SIGNS = np.array([[1, 1, 1], [1, 1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=np.float64)
 _XYZW = np.array([1, 2, 3, 0])
+NUM_ARM = 7  # terms.NUM_ARM_JOINTS (a test checks they agree)
 
 
 @inline
@@ -141,9 +144,91 @@ def _measure_kernel(qpos: np.ndarray, site_xpos: np.ndarray, obj_qpos: int, tip_
         kp_dist[e] = best
 
 
+@kernel
+def _evaluate_kernel(obj_z: np.ndarray, spawn_z: np.ndarray, lifted_prev: np.ndarray, closest_tip: np.ndarray,
+                     tip_dist: np.ndarray, closest_kp: np.ndarray, kp_dist: np.ndarray, near_prev: np.ndarray,
+                     successes_prev: np.ndarray, progress_prev: np.ndarray, qvel: np.ndarray, jnt_dof: np.ndarray,
+                     active: np.ndarray, params: np.ndarray, ints: np.ndarray, lifted: np.ndarray,
+                     new_tip: np.ndarray, new_kp: np.ndarray, near: np.ndarray, successes: np.ndarray,
+                     progress: np.ndarray, success: np.ndarray, terms: np.ndarray, reward: np.ndarray,
+                     terminated: np.ndarray, truncated: np.ndarray) -> None:
+    (lift_offset, lift_clip, lift_threshold, approach_clip, keypoint_clip, near_dist, fall_z, tip_max,
+     approach_w, lift_w, lift_bonus, keypoint_w, success_bonus, arm_w, hand_w) = (
+        params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7], params[8],
+        params[9], params[10], params[11], params[12], params[13], params[14])
+    success_steps, max_successes, max_steps, num_arm, pairwise = ints[0], ints[1], ints[2], ints[3], ints[4]
+    n_tips, n_joints = tip_dist.shape[1], jnt_dof.shape[0]
+    speed = np.empty(n_joints)
+    for e in range(obj_z.shape[0]):
+        z_lift = (obj_z[e] - spawn_z[e]) + lift_offset  # terms.lift_terms
+        lifted[e] = lifted_prev[e] or z_lift > lift_threshold
+        just_lifted = lifted[e] and not lifted_prev[e]
+        lift = 0.0 if lifted[e] else _clip(z_lift, 0.0, lift_clip)
+        approach = 0.0  # terms.approach_term: np.sum's start, then the fingertips in order
+        tip_max_dist = tip_dist[e, 0]
+        for t in range(n_tips):
+            current = tip_dist[e, t]
+            best = current if closest_tip[e, t] < 0.0 else closest_tip[e, t]
+            approach += _clip(best - current, 0.0, approach_clip)
+            new_tip[e, t] = minimum(best, current)
+            if t > 0 and tip_max_dist == tip_max_dist and (current != current or current > tip_max_dist):
+                tip_max_dist = current  # np.max: the first nan wins
+        if lifted[e]:
+            approach = 0.0
+        best = kp_dist[e] if closest_kp[e] < 0.0 else closest_kp[e]  # terms.keypoint_progress_term
+        progress_term = _clip(best - kp_dist[e], 0.0, keypoint_clip) if lifted[e] else 0.0
+        new_kp[e] = minimum(best, kp_dist[e])
+        near[e] = near_prev[e] + 1 if kp_dist[e] <= near_dist else 0  # terms.near_goal_update
+        success[e] = near[e] >= success_steps and active[e]
+        for j in range(n_joints):
+            speed[j] = abs(qvel[e, jnt_dof[j]])
+        terms[0, e] = approach_w * approach  # step_terms.REWARD_TERMS, in order
+        terms[1, e] = lift_w * lift
+        terms[2, e] = lift_bonus * (1.0 if just_lifted else 0.0)
+        terms[3, e] = keypoint_w * progress_term
+        terms[4, e] = success_bonus * (1.0 if success[e] else 0.0)
+        if pairwise:
+            terms[5, e] = -arm_w * pairwise_sum(speed[:num_arm])
+            terms[6, e] = -hand_w * pairwise_sum(speed[num_arm:])
+        else:
+            terms[5, e] = -arm_w * sequential_sum(speed[:num_arm])
+            terms[6, e] = -hand_w * sequential_sum(speed[num_arm:])
+        total = 0.0  # Python's sum() of the terms starts from 0
+        for t in range(terms.shape[0]):
+            total += terms[t, e]
+        reward[e] = total
+        successes[e] = successes_prev[e] + (1 if success[e] else 0)
+        progress[e] = 0 if success[e] else progress_prev[e]
+        terminated[e] = obj_z[e] < fall_z or tip_max_dist > tip_max or successes[e] >= max_successes
+        truncated[e] = progress[e] >= max_steps and not terminated[e]
+
+
+@kernel
+def _targets_kernel(actions: np.ndarray, prev: np.ndarray, lower: np.ndarray, upper: np.ndarray, arm_step: float,
+                    arm_average: float, hand_average: float, num_arm: int, out: np.ndarray) -> None:
+    for e in range(actions.shape[0]):
+        for j in range(actions.shape[1]):
+            if j < num_arm:  # relative: clamp, then smooth
+                x = _clip(prev[e, j] + arm_step * actions[e, j], lower[j], upper[j])
+                x = arm_average * x + (1.0 - arm_average) * prev[e, j]
+            else:  # absolute: the action mapped onto the limits, then smoothed
+                x = lower[j] + 0.5 * (actions[e, j] + 1.0) * (upper[j] - lower[j])
+                x = hand_average * x + (1.0 - hand_average) * prev[e, j]
+            out[e, j] = _clip(x, lower[j], upper[j])
+
+
 def applies(*arrays: Any) -> bool:
     """True where the kernels stand in for the generic functions: every array float64 numpy."""
     return all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays)
+
+
+def state_applies(state: Any) -> bool:
+    """True where `evaluate` stands in for the generic rules: the task state on the host, in the
+    dtypes `state.new_state` gives it with a float64 state dtype."""
+    flags = (state.lifted, state.near_goal_steps, state.successes, state.progress)
+    return (applies(state.spawn_z, state.closest_fingertip_dist, state.closest_keypoint_dist)
+            and all(isinstance(a, np.ndarray) for a in flags) and state.lifted.dtype == np.bool_
+            and all(a.dtype == np.int64 for a in flags[1:]))
 
 
 def policy_observation(qpos: np.ndarray, qvel: np.ndarray, site_xpos: np.ndarray, xquat: np.ndarray, indices: Any,
@@ -168,3 +253,36 @@ def measure(qpos: np.ndarray, site_xpos: np.ndarray, indices: Any, goal_kp: np.n
     _measure_kernel(qpos, site_xpos, int(indices.obj_qpos), indices.tip_sites, indices.fixed_offsets[0], goal_kp,
                     obj_pos, obj_quat, keypoints, tip_dist, kp_dist)
     return obj_pos, obj_quat, keypoints, tip_dist, kp_dist
+
+
+def evaluate(cfg: Any, indices: Any, state: Any, obj_z: np.ndarray, tip_dist: np.ndarray, kp_dist: np.ndarray,
+             qvel: np.ndarray, tolerance: float, active: np.ndarray, num_terms: int) -> dict[str, Any]:
+    """`step_terms.evaluate`'s new values for float64 numpy inputs, new arrays by StepTerms field name
+    (`reward_terms` a (num_terms, N) array in REWARD_TERMS order); `tolerance` a host float."""
+    n = obj_z.shape[0]
+    params = np.array([cfg.lift_offset, cfg.lift_clip, cfg.lift_threshold, cfg.approach_clip, cfg.keypoint_clip,
+                       tolerance * cfg.keypoint_scale, cfg.fall_z, cfg.fingertip_max_dist, cfg.approach_weight,
+                       cfg.lift_weight, cfg.lift_bonus, cfg.keypoint_weight, cfg.success_bonus, cfg.arm_speed_penalty,
+                       cfg.hand_speed_penalty], np.float64)
+    # The generic rule sums qvel[:, jnt_dof], a fancy index whose memory is column-major: numpy then
+    # adds across the rows, each row's joints in sequence, except for one row (contiguous: pairwise).
+    ints = np.array([cfg.success_steps, cfg.max_consecutive_successes, cfg.max_episode_steps, NUM_ARM, n == 1],
+                    np.int64)
+    out = {"lifted": np.empty(n, np.bool_), "closest_fingertip_dist": np.empty(tip_dist.shape),
+           "closest_keypoint_dist": np.empty(n), "near_goal_steps": np.empty(n, np.int64),
+           "successes": np.empty(n, np.int64), "progress": np.empty(n, np.int64), "success": np.empty(n, np.bool_),
+           "reward_terms": np.empty((num_terms, n)), "reward": np.empty(n), "terminated": np.empty(n, np.bool_),
+           "truncated": np.empty(n, np.bool_)}
+    _evaluate_kernel(obj_z, state.spawn_z, state.lifted, state.closest_fingertip_dist, tip_dist,
+                     state.closest_keypoint_dist, kp_dist, state.near_goal_steps, state.successes, state.progress,
+                     qvel, indices.jnt_dof, active, params, ints, *out.values())
+    return out
+
+
+def joint_targets(actions: np.ndarray, prev: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, arm_step: float,
+                  arm_moving_average: float, hand_moving_average: float, num_arm: int) -> np.ndarray:
+    """`terms.compute_joint_targets` for float64 numpy inputs: (N, J), a new array."""
+    out = np.empty(prev.shape)
+    _targets_kernel(actions, prev, lower, upper, float(arm_step), float(arm_moving_average),
+                    float(hand_moving_average), int(num_arm), out)
+    return out

@@ -108,7 +108,14 @@ class StepTerms:
 def evaluate(cfg: SimToolRealConfig, indices: TaskIndices, state: TaskState, measured: Measurement, qvel: Array,
              tolerance: Any, active: Array) -> StepTerms:
     """Apply the task's rules to this step's measurement and the state before it (the source's
-    compute_reward order); `active` (N,) bool: the envs evaluated (only they may succeed)."""
+    compute_reward order); `active` (N,) bool: the envs evaluated (only they may succeed). On a
+    float64 numpy state this is `kernels.evaluate` (the same bits)."""
+    if (kernels.applies(measured.obj_pos, measured.fingertip_dist, measured.keypoint_dist, qvel)
+            and kernels.state_applies(state) and isinstance(active, np.ndarray) and isinstance(tolerance, np.ndarray)):
+        new = kernels.evaluate(cfg, indices, state, measured.obj_pos[:, 2], measured.fingertip_dist,
+                               measured.keypoint_dist, qvel, float(tolerance), active, len(REWARD_TERMS))
+        terms = dict(zip(REWARD_TERMS, new.pop("reward_terms"), strict=True))
+        return StepTerms(measured=measured, reward_terms=terms, tolerance=tolerance, **new)
     xp = namespace_of(qvel)
     obj_z = measured.obj_pos[:, 2]
     lift, just_lifted, lifted = tool_terms.lift_terms(obj_z, state.spawn_z, state.lifted, offset=cfg.lift_offset,
