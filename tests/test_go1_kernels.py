@@ -5,13 +5,14 @@ clip), and through whole episodes on both terrains."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from mjvec.tasks.go1_joystick import kernels
+from mjvec.tasks.go1_joystick import kernels, observations
 from mjvec.tasks.go1_joystick import terms as go1_terms
 from mjvec.tasks.locomotion import FeetStep
 
@@ -91,6 +92,34 @@ def test_reward_is_the_generic_terms_bits(task: str, adversarial: bool, monkeypa
         _assert_same(reward, want_reward, "reward")
         if adversarial:
             assert np.isnan(reward).any() and (reward == go1_terms.MAX_REWARD).any()
+    env.close()
+
+
+@pytest.mark.parametrize("critic", [False, True])
+def test_observation_is_the_generic_blocks_bits(critic: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = gym.make_vec(FLAT, num_envs=24, num_threads=1, randomization="paper")
+    env.reset(seed=2)
+    base, rng = env.unwrapped, np.random.default_rng(3)
+    for _ in range(20):
+        env.step(rng.uniform(-1, 1, env.action_space.shape).astype(np.float32))
+    v, idx, shown = base._views, base.indices, base.shown
+    push_force = base.backend.xfrc_applied[:, idx.torso, :3]
+    arrays = [base.backend.qpos, base.backend.qvel, v["sensordata"], v["site_xmat"], v["actuator_force"],
+              push_force, np.asarray(base.pushes.due(), np.float64)]
+    for spoiled in (False, True):
+        args = [_spoil(a, rng) for a in arrays] if spoiled else arrays
+        seen = shown
+        if spoiled:
+            seen = dataclasses.replace(shown, last_act=_spoil(shown.last_act, rng), command=_spoil(shown.command, rng),
+                                       last_contact=rng.random(shown.last_contact.shape) < 0.5,
+                                       air_time=_spoil(shown.air_time, rng), noise=_spoil(shown.noise, rng))
+        got = observations.observe(*args, idx, seen, critic)
+        with monkeypatch.context() as m:
+            _generic(m)
+            want = observations.observe(*args, idx, seen, critic)
+        for part in ("policy", "critic") if critic else (None,):
+            g, w = (got[part], want[part]) if part else (got, want)
+            _assert_same(g, w, str(part))
     env.close()
 
 

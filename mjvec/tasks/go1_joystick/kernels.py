@@ -1,18 +1,19 @@
-"""Compiled host kernel of the Go1 joystick task's reward: the 16 terms of `terms.reward_terms`, their
-weighting and the clipped total of `terms.reward`, in one pass over the envs instead of about a
-hundred numpy calls.
+"""Compiled host kernels of the Go1 joystick task: its reward (the 16 terms of `terms.reward_terms`,
+their weighting and the clipped total of `terms.reward`) and its observations
+(`observations.observe`), each in one pass over the envs instead of dozens of numpy calls.
 
-The kernel computes the SAME IEEE-754 operations, in the same order, as those namespace-generic
+The kernels compute the SAME IEEE-754 operations, in the same order, as those namespace-generic
 functions (`mjvec.tasks.locomotion`'s rewards and feet terms): `mjvec._jit` compiles without
 fast-math, sums along an axis run in numpy's pairwise order (`mjvec._jit.pairwise_sum`), and the
 exponentials are `mjvec.portable.exp`'s (`mjvec._portable_host.exp_any`). So its results are their
 bits; tests/test_go1_kernels.py compares them on episode states, adversarial values and whole
-episodes. It runs where the state is float64 numpy (the CPU backend's default); torch on a device
+episodes. They run where the state is float64 numpy (the CPU backend's default); torch on a device
 and any other dtype take the generic functions, which stay the oracle.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -95,12 +96,79 @@ def _reward_kernel(command: np.ndarray, sensordata: np.ndarray, sensor_adr: np.n
         reward[e] = clip(total * ctrl_dt, 0.0, max_reward)
 
 
-SENSORS = ("local_linvel", "gyro", "global_linvel", "global_angvel", "upvector")
+@kernel
+def _observe_kernel(qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xmat: np.ndarray,
+                    imu_site: int, sensor_adr: np.ndarray, foot_vel_adr: np.ndarray, default_pose: np.ndarray,
+                    force: np.ndarray, push_force: np.ndarray, push_due: np.ndarray, last_act: np.ndarray,
+                    command: np.ndarray, last_contact: np.ndarray, air_time: np.ndarray, noise: np.ndarray,
+                    policy: np.ndarray, critic: np.ndarray) -> None:
+    lin, gyro, accel, gang = sensor_adr[0], sensor_adr[1], sensor_adr[5], sensor_adr[3]
+    nj, noisy = default_pose.shape[0], noise.shape[1]
+    with_critic = critic.shape[0] > 0
+    for e in range(qpos.shape[0]):
+        p, s = policy[e], sensordata[e]
+        for i in range(3):  # linvel, gyro, gravity (R^T (0, 0, -1): minus R's third row)
+            p[i] = s[lin + i]
+            p[3 + i] = s[gyro + i]
+            p[6 + i] = -site_xmat[e, imu_site, 6 + i]
+        for j in range(nj):
+            p[9 + j] = qpos[e, 7 + j] - default_pose[j]
+            p[9 + nj + j] = qvel[e, 6 + j]
+            p[9 + 2 * nj + j] = last_act[e, j]
+        for i in range(3):
+            p[9 + 3 * nj + i] = command[e, i]
+        if with_critic:  # the clean blocks, read before the noise is added
+            c = critic[e]
+            col = p.shape[0]
+            for i in range(3):
+                c[col + i] = s[gyro + i]
+                c[col + 3 + i] = s[accel + i]
+                c[col + 6 + i] = p[6 + i]
+                c[col + 9 + i] = s[lin + i]
+                c[col + 12 + i] = s[gang + i]
+            col += 15
+            for j in range(nj):
+                c[col + j] = p[9 + j]
+                c[col + nj + j] = qvel[e, 6 + j]
+                c[col + 2 * nj + j] = force[e, j]
+            col += 3 * nj
+            feet = last_contact.shape[1]
+            for f in range(feet):
+                c[col + f] = 1.0 if last_contact[e, f] else 0.0
+                for i in range(3):
+                    c[col + feet + 3 * f + i] = s[foot_vel_adr[f, i]]
+                c[col + 4 * feet + f] = air_time[e, f]
+            col += 5 * feet
+            for i in range(3):
+                c[col + i] = push_force[e, i]
+            c[col + 3] = push_due[e]
+        for i in range(noisy):  # float32 noise on the float32 policy state
+            p[i] = p[i] + np.float32(noise[e, i])
+        if with_critic:
+            for i in range(p.shape[0]):
+                critic[e, i] = p[i]
+
+
+SENSORS = ("local_linvel", "gyro", "global_linvel", "global_angvel", "upvector", "accelerometer")
 
 
 def applies(*arrays: Any) -> bool:
     """True where the kernel stands in for the generic functions: every float array float64 numpy."""
     return all(isinstance(a, np.ndarray) and (a.dtype == np.float64 or a.dtype == np.bool_) for a in arrays)
+
+
+@functools.lru_cache(maxsize=16)
+def _constants(cfg: Any, idx: Any, names: tuple[str, ...], max_reward: float) -> tuple[np.ndarray, ...]:
+    """The kernels' per-env-independent inputs, made once per (config, indices): (weights, params,
+    sensor addresses, foot velocity addresses, foot sites); no config reads in the step."""
+    weights = params = np.empty(0)
+    if cfg is not None:
+        scales = cfg.reward_scales.as_dict()
+        weights = np.array([scales[name] for name in names], np.float64)
+        params = np.array([cfg.tracking_sigma, cfg.max_foot_height, cfg.ctrl_dt, max_reward], np.float64)
+    adr = np.array([idx.sensor[name][0] for name in SENSORS], np.int64)
+    return (weights, params, adr, np.asarray(idx.foot_vel_adr, np.int64).copy(),
+            np.asarray(idx.foot_sites, np.int64).copy())
 
 
 def reward(cfg: Any, idx: Any, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xpos: np.ndarray,
@@ -109,13 +177,25 @@ def reward(cfg: Any, idx: Any, qpos: np.ndarray, qvel: np.ndarray, sensordata: n
     """`terms.reward(cfg, terms.reward_terms(...))` for float64 numpy inputs: (reward (N,), the
     weighted terms by name, (N,) each, in `names` order), new arrays."""
     n = qpos.shape[0]
-    scales = cfg.reward_scales.as_dict()
-    weights = np.array([scales[name] for name in names], np.float64)
-    params = np.array([cfg.tracking_sigma, cfg.max_foot_height, cfg.ctrl_dt, max_reward], np.float64)
-    adr = np.array([idx.sensor[name][0] for name in SENSORS], np.int64)
+    weights, params, adr, foot_vel_adr, foot_sites = _constants(cfg, idx, names, max_reward)
     weighted, total = np.empty((len(names), n)), np.empty(n)
-    _reward_kernel(command, sensordata, adr, np.asarray(idx.foot_vel_adr, np.int64), qpos, qvel, site_xpos,
-                   np.asarray(idx.foot_sites, np.int64), force, action, last_action, feet.contact,
-                   feet.first_contact, feet.air_time, feet.swing_peak, done, idx.default_pose, idx.pose_weight,
-                   idx.soft_lower, idx.soft_upper, params, weights, weighted, total)
+    _reward_kernel(command, sensordata, adr, foot_vel_adr, qpos, qvel, site_xpos, foot_sites, force, action,
+                   last_action, feet.contact, feet.first_contact, feet.air_time, feet.swing_peak, done,
+                   idx.default_pose, idx.pose_weight, idx.soft_lower, idx.soft_upper, params, weights, weighted,
+                   total)
     return total, dict(zip(names, weighted, strict=True))
+
+
+def observe(qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xmat: np.ndarray,
+            actuator_force: np.ndarray, push_force: np.ndarray, push_due: np.ndarray, idx: Any, shown: Any,
+            critic: bool, policy_width: int, critic_width: int) -> Any:
+    """`observations.observe` for float64 numpy inputs: (N, policy_width) float32, with `critic`
+    {"policy": ..., "critic": (N, critic_width)}; new arrays."""
+    n = qpos.shape[0]
+    policy = np.empty((n, policy_width), np.float32)
+    privileged = np.empty((n if critic else 0, critic_width), np.float32)
+    _, _, adr, foot_vel_adr, _ = _constants(None, idx, (), 0.0)
+    _observe_kernel(qpos, qvel, sensordata, site_xmat, int(idx.imu_site), adr, foot_vel_adr, idx.default_pose,
+                    actuator_force, push_force, push_due, shown.last_act, shown.command, shown.last_contact,
+                    shown.air_time, shown.noise, policy, privileged)
+    return {"policy": policy, "critic": privileged} if critic else policy

@@ -26,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from mjvec.contract import layout_size
+from mjvec.tasks.go1_joystick import kernels
 from mjvec.tasks.go1_joystick.indices import NUM_JOINTS, Go1Indices
 from mjvec.xp import namespace_of
 
@@ -108,7 +109,12 @@ def stack(layout: tuple[tuple[str, int], ...], blocks: dict[str, Array]) -> Arra
 
 def observe(qpos: Array, qvel: Array, sensordata: Array, site_xmat: Array, actuator_force: Array,
             push_force: Array, push_due: Array, idx: Go1Indices, shown: Go1Shown, critic: bool) -> Any:
-    """(N, 48) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 123)}."""
+    """(N, 48) float32 policy observation; with `critic`, {"policy": ..., "critic": (N, 123)}. On
+    float64 numpy state this is `kernels.observe` (the same bits)."""
+    if kernels.applies(qpos, qvel, sensordata, site_xmat, actuator_force, push_force, push_due, shown.last_act,
+                       shown.command, shown.last_contact, shown.air_time, shown.noise, idx.default_pose):
+        return kernels.observe(qpos, qvel, sensordata, site_xmat, actuator_force, push_force, push_due, idx, shown,
+                               critic, layout_size(POLICY_LAYOUT), layout_size(CRITIC_LAYOUT))
     xp = namespace_of(qpos)
     clean = clean_policy(qpos, qvel, sensordata, site_xmat, idx, shown)
     policy = stack(POLICY_LAYOUT, clean)
