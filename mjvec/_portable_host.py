@@ -1,5 +1,5 @@
-"""Compiled host kernels of `mjvec.portable`'s log, exp and sincos, and of `mjvec.rng`'s Box-Muller
-transform: the SAME IEEE-754 operations, in the same order, as the namespace-generic formulas in
+"""Compiled host kernels of `mjvec.portable`'s log, exp and sincos, and of `mjvec.rng`'s splitmix64
+words and Box-Muller transform: the SAME IEEE-754 operations, in the same order, as the namespace-generic formulas in
 `mjvec.portable`, one element at a time in one pass (`mjvec._jit`: no fast-math, so no fused
 multiply-add and no reassociation). Every result is bit-identical to the generic formula's
 (tests/test_portable.py and tests/test_rng.py compare them on special and random inputs; torch runs
@@ -50,6 +50,11 @@ _TWO_POW_M32 = 1.0 / 4294967296.0
 _TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
 _LOW_WORD = np.uint64(0xFFFFFFFF)
 _HIGH_SHIFT = np.uint64(32)
+# splitmix64 (mjvec.rng): the counter increment and the finalizer's multipliers and shifts.
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+M1 = np.uint64(0xBF58476D1CE4E5B9)
+M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
 @inline
@@ -149,6 +154,32 @@ def _box_muller_kernel(w: np.ndarray, out: np.ndarray) -> None:
             out[i, j] = r * c
             if words + j < n:
                 out[i, words + j] = r * s
+
+
+@kernel
+def _words_kernel(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: np.uint64,
+                  out: np.ndarray) -> None:
+    starts = np.empty(ids.shape[0], np.uint64)
+    for r in range(ids.shape[0]):  # every start read before any counter moves (as a numpy gather)
+        starts[r] = counters[ids[r]]
+    for r in range(ids.shape[0]):
+        x = (keys[ids[r]] ^ tag) + starts[r] * GOLDEN  # uint64: wrapping, as numpy's
+        for j in range(out.shape[1]):
+            z = (x ^ (x >> _S30)) * M1
+            z = (z ^ (z >> _S27)) * M2
+            out[r, j] = z ^ (z >> _S31)
+            x += GOLDEN
+    for r in range(ids.shape[0]):
+        counters[ids[r]] = starts[r] + total
+
+
+def words(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: int) -> np.ndarray:
+    """(len(ids), total) uint64: splitmix64 of (key ^ tag) + (counter + j) golden for j < total,
+    each selected env's key and counter (uint64 arrays indexed by `ids`); then the selected counters
+    advance by total (`mjvec.rng.EnvRandom._words` on the host)."""
+    out = np.empty((ids.shape[0], total), np.uint64)
+    _words_kernel(keys, np.ascontiguousarray(ids, np.int64), np.uint64(tag), counters, np.uint64(total), out)
+    return out
 
 
 def _flat(a: np.ndarray) -> np.ndarray:

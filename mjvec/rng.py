@@ -45,13 +45,13 @@ import numpy as np
 
 from mjvec import _portable_host, portable
 from mjvec._portable_host import _TURN_PER_WORD, _TWO_POW_M32
+from mjvec._portable_host import GOLDEN as _GOLDEN
+from mjvec._portable_host import M1 as _M1
+from mjvec._portable_host import M2 as _M2
 from mjvec.errors import ConfigError
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy  # a served value is a copy: a caller may write into it
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
 # Words per draw-ahead block at most (all envs, all requests of the block), and requests per block
 # at most: beyond that size a numpy call's fixed cost no longer matters.
@@ -70,16 +70,6 @@ def _mix(x: np.ndarray) -> np.ndarray:
     x = (x ^ (x >> np.uint64(30))) * _M1
     x = (x ^ (x >> np.uint64(27))) * _M2
     return x ^ (x >> np.uint64(31))
-
-
-def _mix_inplace(x: np.ndarray) -> np.ndarray:
-    """`_mix` on a fresh array, in place: no temporaries of the array's size beyond one shift."""
-    x ^= x >> np.uint64(30)
-    x *= _M1
-    x ^= x >> np.uint64(27)
-    x *= _M2
-    x ^= x >> np.uint64(31)
-    return x
 
 
 def _shr(x: Any, k: int) -> Any:
@@ -279,15 +269,9 @@ class EnvRandom:
         if counters is None:
             counters = self._counters[stream] = self._zeros()
         total = k * count
-        if self._host:
-            ids = rows.host_ids()
-            start = counters[ids]
-            counters[ids] = start + np.uint64(total)
-            with np.errstate(over="ignore"):
-                # splitmix64 of (key + counter * golden): the state at this env's first counter, plus
-                # the per-word increments, then the finalizer in place.
-                base = (self._keys[ids] ^ _stream_tag(stream)) + start * _GOLDEN
-                return _mix_inplace(base[:, None] + _golden_steps(total)[None, :]).reshape(-1, k, count)
+        if self._host:  # splitmix64 of (key + counter * golden), compiled: the numpy `_mix` formula's bits
+            return _portable_host.words(self._keys, rows.host_ids(), _stream_tag(stream), counters,
+                                        total).reshape(-1, k, count)
         xp = self._xp
         steps = self._device_steps.get(total)
         if steps is None:

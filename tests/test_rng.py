@@ -181,3 +181,29 @@ def test_host_normals_are_the_box_muller_formula_bit_for_bit(n, dtype):
     got = EnvRandom._host_normals(w, n, 1, (n,), dtype)
     assert got.shape == (500, 1, n) and got.dtype == dtype
     np.testing.assert_array_equal(got.reshape(500, n).view(np.uint8), want.view(np.uint8))
+
+
+def test_host_words_are_the_splitmix_formula_bit_for_bit():
+    """The compiled word generator against splitmix64 written out in numpy (`_mix` of key ^ tag plus
+    (counter + j) golden, wrapping), with counters about to wrap past 2**64, a repeated env id (both
+    rows start from the same counter, as a numpy gather does) and the counters it leaves."""
+    from mjvec import _portable_host
+    from mjvec import rng as mjvec_rng
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
+    counters = rng.integers(0, 2**64 - 1, 40, dtype=np.uint64, endpoint=True)
+    counters[:3] = [2**64 - 1, 2**64 - 5, 0]
+    ids = np.array([0, 1, 2, 7, 7, 39, 12])
+    tag = mjvec_rng._stream_tag("some/stream")
+    before = counters.copy()
+    got = _portable_host.words(keys, ids, tag, counters, 9)
+    with np.errstate(over="ignore"):
+        start = before[ids]
+        want = mjvec_rng._mix(((keys[ids] ^ tag) + start * mjvec_rng._GOLDEN)[:, None]
+                              + np.arange(9, dtype=np.uint64)[None, :] * mjvec_rng._GOLDEN)
+        expected_counters = before.copy()
+        expected_counters[ids] = start + np.uint64(9)
+    assert got.dtype == np.uint64 and got.shape == (7, 9)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(counters, expected_counters)
