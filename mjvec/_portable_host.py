@@ -54,7 +54,8 @@ _HIGH_SHIFT = np.uint64(32)
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
 M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
 
 
 @inline
@@ -156,29 +157,62 @@ def _box_muller_kernel(w: np.ndarray, out: np.ndarray) -> None:
                 out[i, words + j] = r * s
 
 
+@inline
+def _splitmix(x: np.uint64) -> np.uint64:
+    """splitmix64's finalizer of one uint64 state (`mjvec.rng._mix`)."""
+    z = (x ^ (x >> _S30)) * M1
+    z = (z ^ (z >> _S27)) * M2
+    return z ^ (z >> _S31)
+
+
+@inline
+def _advance(ids: np.ndarray, counters: np.ndarray, total: np.uint64) -> np.ndarray:
+    """The selected envs' counters before the draw, then each advanced by total: every start read
+    before any counter moves, as a numpy gather then scatter does (a repeated id included)."""
+    starts = np.empty(ids.shape[0], np.uint64)
+    for r in range(ids.shape[0]):
+        starts[r] = counters[ids[r]]
+    for r in range(ids.shape[0]):
+        counters[ids[r]] = starts[r] + total
+    return starts
+
+
 @kernel
 def _words_kernel(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: np.uint64,
                   out: np.ndarray) -> None:
-    starts = np.empty(ids.shape[0], np.uint64)
-    for r in range(ids.shape[0]):  # every start read before any counter moves (as a numpy gather)
-        starts[r] = counters[ids[r]]
+    starts = _advance(ids, counters, total)
     for r in range(ids.shape[0]):
         x = (keys[ids[r]] ^ tag) + starts[r] * GOLDEN  # uint64: wrapping, as numpy's
         for j in range(out.shape[1]):
-            z = (x ^ (x >> _S30)) * M1
-            z = (z ^ (z >> _S27)) * M2
-            out[r, j] = z ^ (z >> _S31)
+            out[r, j] = _splitmix(x)
             x += GOLDEN
+
+
+@kernel
+def _uniforms_kernel(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: np.uint64,
+                     low: float, span: float, out: np.ndarray) -> None:
+    starts = _advance(ids, counters, total)
     for r in range(ids.shape[0]):
-        counters[ids[r]] = starts[r] + total
+        x = (keys[ids[r]] ^ tag) + starts[r] * GOLDEN
+        for j in range(out.shape[1]):
+            out[r, j] = low + span * (np.float64(_splitmix(x) >> _S11) * _TWO_POW_M53)
+            x += GOLDEN
 
 
-def words(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: int) -> np.ndarray:
+def words(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarray, total: int,
+          uniform: tuple[float, float] | None = None) -> np.ndarray:
     """(len(ids), total) uint64: splitmix64 of (key ^ tag) + (counter + j) golden for j < total,
     each selected env's key and counter (uint64 arrays indexed by `ids`); then the selected counters
-    advance by total (`mjvec.rng.EnvRandom._words` on the host)."""
-    out = np.empty((ids.shape[0], total), np.uint64)
-    _words_kernel(keys, np.ascontiguousarray(ids, np.int64), np.uint64(tag), counters, np.uint64(total), out)
+    advance by total (`mjvec.rng.EnvRandom._words` on the host). With uniform=(low, span): float64
+    low + span u instead, u = the word's top 53 bits 2^-53 (`EnvRandom.uniform`'s transform)."""
+    ids = np.ascontiguousarray(ids, np.int64)
+    if uniform is None:
+        out = np.empty((ids.shape[0], total), np.uint64)
+        _words_kernel(keys, ids, np.uint64(tag), counters, np.uint64(total), out)
+    else:
+        out = np.empty((ids.shape[0], total), np.float64)
+        _uniforms_kernel(keys, ids, np.uint64(tag), counters, np.uint64(total), float(uniform[0]),
+                         float(uniform[1]), out)
     return out
 
 

@@ -263,15 +263,17 @@ class EnvRandom:
         advances each selected env's counter on `stream` by count."""
         return self._draw(rows, stream, None, count, lambda r, k: self._words(r, stream, count, k))
 
-    def _words(self, rows: Rows, stream: str, count: int, k: int = 1) -> Any:
-        """(rows, k, count): the words of k consecutive requests of `count` words."""
+    def _words(self, rows: Rows, stream: str, count: int, k: int = 1,
+               uniform: tuple[float, float] | None = None) -> Any:
+        """(rows, k, count): the words of k consecutive requests of `count` words; on the host with
+        uniform=(low, span), their uniforms low + span u instead (`_portable_host.words`)."""
         counters = self._counters.get(stream)
         if counters is None:
             counters = self._counters[stream] = self._zeros()
         total = k * count
         if self._host:  # splitmix64 of (key + counter * golden), compiled: the numpy `_mix` formula's bits
-            return _portable_host.words(self._keys, rows.host_ids(), _stream_tag(stream), counters,
-                                        total).reshape(-1, k, count)
+            return _portable_host.words(self._keys, rows.host_ids(), _stream_tag(stream), counters, total,
+                                        uniform).reshape(-1, k, count)
         xp = self._xp
         steps = self._device_steps.get(total)
         if steps is None:
@@ -296,8 +298,12 @@ class EnvRandom:
     def _uniforms(self, rows: Rows, stream: str, low: Any, high: Any, shape: tuple[int, ...], k: int) -> Any:
         # One request (k = 1) keeps its own shape while low/high broadcast against it: they may
         # be per-row arrays; a block (k > 1) has scalar bounds.
-        w = self._words(rows, stream, _size(shape), k)
         tail = (-1, k, *shape) if k > 1 else (-1, *shape)
+        if self._host and _scalar(low) and _scalar(high):  # the words and the transform in one compiled pass
+            span = float(np.asarray(high) - np.asarray(low))
+            return self._words(rows, stream, _size(shape), k, uniform=(float(low), span)).reshape(
+                tail if k > 1 else (-1, 1, *shape))
+        w = self._words(rows, stream, _size(shape), k)
         if self._host:
             u = ((w >> np.uint64(11)).astype(np.float64) * _TWO_POW_M53).reshape(tail)
             out = np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u

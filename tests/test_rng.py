@@ -207,3 +207,19 @@ def test_host_words_are_the_splitmix_formula_bit_for_bit():
     assert got.dtype == np.uint64 and got.shape == (7, 9)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(counters, expected_counters)
+
+
+@pytest.mark.parametrize(("low", "high"), [(-0.3, 1.7), (0, 5), (np.float32(0.1), np.float32(0.7)), (2.5, 2.5)])
+def test_host_uniforms_are_the_formula_of_their_words(low, high):
+    """The compiled uniform transform (words and low + (high - low) u in one pass) against the
+    numpy formula on the same words (an identically seeded generator's bits), for float, int and
+    float32 bounds, one request and a draw-ahead block, all envs and a selection."""
+    for ids, shape, repeat in ((np.arange(16), (3,), 4), (np.array([2, 9, 11]), (2, 2), 1)):
+        drawn, raw = EnvRandom(np.arange(16), 21), EnvRandom(np.arange(16), 21)
+        for _ in range(repeat):  # repeated requests of every env: served from a block after the first
+            got = drawn.uniform(ids, "u", low, high, shape)
+            w = raw.bits(ids, "u", int(np.prod(shape)))
+            u = ((w >> np.uint64(11)).astype(np.float64) * 2.0**-53).reshape(-1, *shape)
+            want = np.asarray(low) + (np.asarray(high) - np.asarray(low)) * u
+            assert got.dtype == np.float64 and got.shape == (ids.size, *shape)
+            np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
