@@ -44,6 +44,15 @@ def copy_array(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value.clone()
 
 
+def assign_where(target: Any, mask: Any, values: Any) -> None:
+    """target[...] = where(mask, values, target), in place (mask and values broadcast against target):
+    on numpy one masked copy (no temporary of target's size), elsewhere the namespace's where."""
+    if isinstance(target, np.ndarray):
+        np.copyto(target, values, where=mask)
+    else:
+        target[...] = namespace_of(target).where(mask, values, target)
+
+
 def to_host(value: Any) -> np.ndarray:
     """A numpy array of `value` (a device array is copied to the host: a synchronisation)."""
     if isinstance(value, np.ndarray):

@@ -54,7 +54,7 @@ from mjvec.tasks.go1_joystick.observations import (
     sensor,
 )
 from mjvec.tasks.locomotion import CommandState, FeetState, PushState
-from mjvec.xp import Rows
+from mjvec.xp import Rows, assign_where
 from mjvec.xp import copy_array as _copy
 
 __all__ = ["BOUND_FIELDS", "Go1JoystickEnv"]
@@ -138,11 +138,11 @@ class Go1JoystickEnv(MjVecEnv, VectorEnv):
                                                      step, done)
         mask = active[:, None]
         shown = self.shown
-        shown.last_act[...] = xp.where(mask, self.last_act, shown.last_act)
-        shown.command[...] = xp.where(mask, command, shown.command)
-        shown.last_contact[...] = xp.where(mask, self.feet.last_contact, shown.last_contact)
-        shown.air_time[...] = xp.where(mask, step.air_time, shown.air_time)
-        self.last_act[...] = xp.where(mask, self._action, self.last_act)
+        assign_where(shown.last_act, mask, self.last_act)
+        assign_where(shown.command, mask, command)
+        assign_where(shown.last_contact, mask, self.feet.last_contact)
+        assign_where(shown.air_time, mask, step.air_time)
+        assign_where(self.last_act, mask, self._action)
         self.feet.commit(active, step)
         resampled = self.commands.advance(self.rng, active, done)
         self._draw_noise(Rows.of_mask(active), "obs_noise")

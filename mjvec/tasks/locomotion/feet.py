@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mjvec.xp import Rows, namespace_of
+from mjvec.xp import Rows, assign_where, namespace_of
 
 __all__ = [
     "FeetState",
@@ -107,6 +107,6 @@ class FeetState:
         xp = namespace_of(self.air_time)
         grounded = step.contact
         mask = active[:, None]
-        self.air_time[...] = xp.where(mask, xp.where(grounded, 0.0, step.air_time), self.air_time)
-        self.swing_peak[...] = xp.where(mask, xp.where(grounded, 0.0, step.swing_peak), self.swing_peak)
-        self.last_contact[...] = xp.where(mask, grounded, self.last_contact)
+        assign_where(self.air_time, mask, xp.where(grounded, 0.0, step.air_time))
+        assign_where(self.swing_peak, mask, xp.where(grounded, 0.0, step.swing_peak))
+        assign_where(self.last_contact, mask, grounded)
