@@ -20,6 +20,10 @@ FLAT = "playground/Go1JoystickFlatTerrain-v0"
 ROUGH = "playground/Go1JoystickRoughTerrain-v0"
 
 
+# The generic numpy path warns (overflow, invalid) on the adversarial inputs, as it should.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
 def _generic(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "applies", lambda *arrays: False)
 

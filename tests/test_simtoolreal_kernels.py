@@ -18,6 +18,9 @@ from mjvec.tasks.simtoolreal import kernels, step_terms
 from mjvec.tasks.simtoolreal import observations as obs_mod
 from mjvec.tasks.simtoolreal import terms as tool_terms
 
+# The generic numpy path warns (overflow, invalid) on the adversarial inputs, as it should.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 
 def _generic(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "applies", lambda *arrays: False)
