@@ -23,6 +23,7 @@ changes, until its own module changes. CI runs on a clean clone; locally,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -30,11 +31,28 @@ import numba
 import numpy as np
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger(__name__)
 
 
 def kernel(function: F) -> F:
-    """`function` compiled by numba in nopython mode, cached, without fast-math (see the module)."""
-    return numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=False)(function)
+    """`function` compiled by numba in nopython mode, cached, without fast-math (see the module).
+
+    Where numba finds no writable cache location (neither beside the module nor its user-wide
+    one), the kernel compiles in each process instead (the same code, seconds more at the first
+    step), and this is logged once, with the fix: point NUMBA_CACHE_DIR at a writable folder."""
+    options = {"nogil": True, "error_model": "numpy", "fastmath": False}
+    try:
+        return numba.njit(cache=True, **options)(function)
+    except RuntimeError as error:  # numba: "cannot cache function ...: no locator available"
+        global _UNCACHED_LOGGED
+        if not _UNCACHED_LOGGED:
+            _UNCACHED_LOGGED = True
+            log.warning("mjvec's compiled kernels cannot be cached (%s): each process compiles them on first "
+                        "use; set NUMBA_CACHE_DIR to a writable folder to keep them", error)
+        return numba.njit(cache=False, **options)(function)
+
+
+_UNCACHED_LOGGED = False
 
 
 def inline(function: F) -> F:

@@ -61,3 +61,30 @@ def test_clip_minimum_maximum_are_numpys() -> None:
         nan = np.isnan(expected)
         np.testing.assert_array_equal(np.isnan(got), nan, err_msg=name)
         np.testing.assert_array_equal(_bits(got[~nan]), _bits(expected[~nan]), err_msg=name)
+
+
+def test_a_kernel_without_a_cache_location_compiles_uncached_and_says_so(monkeypatch, caplog) -> None:
+    """numba raises at decoration where no cache location is writable; the kernel then compiles
+    without a disk cache (the same results) and one warning names the fix."""
+    real_njit = _jit.numba.njit
+
+    def njit(*args, cache=False, **kwargs):
+        if cache:
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'f.py'")
+        return real_njit(*args, cache=cache, **kwargs)
+
+    monkeypatch.setattr(_jit.numba, "njit", njit)
+    monkeypatch.setattr(_jit, "_UNCACHED_LOGGED", False)
+
+    def twice(a: np.ndarray, out: np.ndarray) -> None:
+        for i in range(a.shape[0]):
+            out[i] = 2.0 * a[i]
+
+    with caplog.at_level("WARNING", logger="mjvec._jit"):
+        compiled = _jit.kernel(twice)
+        _jit.kernel(twice)
+    out = np.empty(3)
+    compiled(np.array([1.0, -0.5, 3.0]), out)
+    np.testing.assert_array_equal(out, [2.0, -1.0, 6.0])
+    warnings = [r for r in caplog.records if "NUMBA_CACHE_DIR" in r.getMessage()]
+    assert len(warnings) == 1 and "no locator available" in warnings[0].getMessage()
