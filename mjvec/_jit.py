@@ -55,6 +55,12 @@ def kernel(function: F) -> F:
 _UNCACHED_LOGGED = False
 
 
+def host_arrays(arrays: tuple[Any, ...], dtypes: tuple[Any, ...]) -> bool:
+    """True where every one of `arrays` is a numpy array of one of `dtypes`: where a kernel may stand
+    in for the namespace-generic function (torch arrays and other dtypes take the generic one)."""
+    return all(isinstance(a, np.ndarray) and a.dtype in dtypes for a in arrays)
+
+
 def inline(function: F) -> F:
     """A scalar helper of kernels, inlined into each kernel that calls it (no call per element)."""
     return numba.njit(inline="always", error_model="numpy", fastmath=False)(function)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from mjvec import _portable_host, portable
-from mjvec._portable_host import _TURN_PER_WORD, _TWO_POW_M32
+from mjvec._portable_host import _TURN_PER_WORD, _TWO_POW_M32, _TWO_POW_M53
 from mjvec._portable_host import GOLDEN as _GOLDEN
 from mjvec._portable_host import M1 as _M1
 from mjvec._portable_host import M2 as _M2
@@ -52,7 +52,6 @@ from mjvec.errors import ConfigError
 from mjvec.xp import Rows, namespace_of
 from mjvec.xp import copy_array as _copy  # a served value is a copy: a caller may write into it
 
-_TWO_POW_M53 = 1.0 / 9007199254740992.0
 # Words per draw-ahead block at most (all envs, all requests of the block), and requests per block
 # at most: beyond that size a numpy call's fixed cost no longer matters.
 AHEAD_WORDS = 1 << 16

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mjvec._jit import clip, inline, kernel, maximum, minimum, pairwise_sum
+from mjvec._jit import clip, host_arrays, inline, kernel, maximum, minimum, pairwise_sum
 from mjvec._portable_host import exp_any
 
 NUM_TERMS = 16  # terms.REWARD_TERMS, in its order (a test checks the count and the order below)
@@ -153,22 +153,26 @@ SENSORS = ("local_linvel", "gyro", "global_linvel", "global_angvel", "upvector",
 
 
 def applies(*arrays: Any) -> bool:
-    """True where the kernel stands in for the generic functions: every float array float64 numpy."""
-    return all(isinstance(a, np.ndarray) and (a.dtype == np.float64 or a.dtype == np.bool_) for a in arrays)
+    """True where the kernels stand in for the generic functions: every array numpy, float64 (or bool
+    for the contact flags)."""
+    return host_arrays(arrays, (np.float64, np.bool_))
 
 
 @functools.lru_cache(maxsize=16)
-def _constants(cfg: Any, idx: Any, names: tuple[str, ...], max_reward: float) -> tuple[np.ndarray, ...]:
-    """The kernels' per-env-independent inputs, made once per (config, indices): (weights, params,
-    sensor addresses, foot velocity addresses, foot sites); no config reads in the step."""
-    weights = params = np.empty(0)
-    if cfg is not None:
-        scales = cfg.reward_scales.as_dict()
-        weights = np.array([scales[name] for name in names], np.float64)
-        params = np.array([cfg.tracking_sigma, cfg.max_foot_height, cfg.ctrl_dt, max_reward], np.float64)
+def _reward_constants(cfg: Any, names: tuple[str, ...], max_reward: float) -> tuple[np.ndarray, np.ndarray]:
+    """(weights in `names` order, (tracking sigma, max foot height, control dt, max reward)), made once
+    per config: no config reads in the step."""
+    scales = cfg.reward_scales.as_dict()
+    weights = np.array([scales[name] for name in names], np.float64)
+    return weights, np.array([cfg.tracking_sigma, cfg.max_foot_height, cfg.ctrl_dt, max_reward], np.float64)
+
+
+@functools.lru_cache(maxsize=16)
+def _addresses(idx: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the `SENSORS`' sensordata addresses, foot velocity addresses (F, 3), foot site ids), int64,
+    made once per indices."""
     adr = np.array([idx.sensor[name][0] for name in SENSORS], np.int64)
-    return (weights, params, adr, np.asarray(idx.foot_vel_adr, np.int64).copy(),
-            np.asarray(idx.foot_sites, np.int64).copy())
+    return adr, np.asarray(idx.foot_vel_adr, np.int64).copy(), np.asarray(idx.foot_sites, np.int64).copy()
 
 
 def reward(cfg: Any, idx: Any, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xpos: np.ndarray,
@@ -177,7 +181,8 @@ def reward(cfg: Any, idx: Any, qpos: np.ndarray, qvel: np.ndarray, sensordata: n
     """`terms.reward(cfg, terms.reward_terms(...))` for float64 numpy inputs: (reward (N,), the
     weighted terms by name, (N,) each, in `names` order), new arrays."""
     n = qpos.shape[0]
-    weights, params, adr, foot_vel_adr, foot_sites = _constants(cfg, idx, names, max_reward)
+    weights, params = _reward_constants(cfg, names, max_reward)
+    adr, foot_vel_adr, foot_sites = _addresses(idx)
     weighted, total = np.empty((len(names), n)), np.empty(n)
     _reward_kernel(command, sensordata, adr, foot_vel_adr, qpos, qvel, site_xpos, foot_sites, force, action,
                    last_action, feet.contact, feet.first_contact, feet.air_time, feet.swing_peak, done,
@@ -194,7 +199,7 @@ def observe(qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, site_xma
     n = qpos.shape[0]
     policy = np.empty((n, policy_width), np.float32)
     privileged = np.empty((n if critic else 0, critic_width), np.float32)
-    _, _, adr, foot_vel_adr, _ = _constants(None, idx, (), 0.0)
+    adr, foot_vel_adr, _ = _addresses(idx)
     _observe_kernel(qpos, qvel, sensordata, site_xmat, int(idx.imu_site), adr, foot_vel_adr, idx.default_pose,
                     actuator_force, push_force, push_due, shown.last_act, shown.command, shown.last_contact,
                     shown.air_time, shown.noise, policy, privileged)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mjvec._jit import clip as _clip
-from mjvec._jit import inline, kernel, minimum, pairwise_sum, sequential_sum
+from mjvec._jit import host_arrays, inline, kernel, minimum, pairwise_sum, sequential_sum
 
 # Box corners (+,+,+), (+,+,-), (-,-,+), (-,-,-): `terms.KEYPOINT_SIGNS` (a test checks they agree).
 _SIGNS = np.array([[1, 1, 1], [1, 1, -1], [-1, -1, 1], [-1, -1, -1]], dtype=np.float64)
@@ -219,16 +219,15 @@ def _targets_kernel(actions: np.ndarray, prev: np.ndarray, lower: np.ndarray, up
 
 def applies(*arrays: Any) -> bool:
     """True where the kernels stand in for the generic functions: every array float64 numpy."""
-    return all(isinstance(a, np.ndarray) and a.dtype == np.float64 for a in arrays)
+    return host_arrays(arrays, (np.float64,))
 
 
 def state_applies(state: Any) -> bool:
     """True where `evaluate` stands in for the generic rules: the task state on the host, in the
     dtypes `state.new_state` gives it with a float64 state dtype."""
-    flags = (state.lifted, state.near_goal_steps, state.successes, state.progress)
     return (applies(state.spawn_z, state.closest_fingertip_dist, state.closest_keypoint_dist)
-            and all(isinstance(a, np.ndarray) for a in flags) and state.lifted.dtype == np.bool_
-            and all(a.dtype == np.int64 for a in flags[1:]))
+            and host_arrays((state.lifted,), (np.bool_,))
+            and host_arrays((state.near_goal_steps, state.successes, state.progress), (np.int64,)))
 
 
 def policy_observation(qpos: np.ndarray, qvel: np.ndarray, site_xpos: np.ndarray, xquat: np.ndarray, indices: Any,
