@@ -45,10 +45,11 @@ def copy_array(value: Any) -> Any:
 
 
 def assign_where(target: Any, mask: Any, values: Any) -> None:
-    """target[...] = where(mask, values, target), in place (mask and values broadcast against target):
-    on numpy one masked copy (no temporary of target's size), elsewhere the namespace's where."""
+    """target[...] = where(mask, values, target), in place (mask and values broadcast against target;
+    values cast to target's dtype, as an assignment casts): on numpy one masked copy (no temporary
+    of target's size), elsewhere the namespace's where."""
     if isinstance(target, np.ndarray):
-        np.copyto(target, values, where=mask)
+        np.copyto(target, values, where=mask, casting="unsafe")
     else:
         target[...] = namespace_of(target).where(mask, values, target)
 

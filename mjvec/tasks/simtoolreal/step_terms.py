@@ -19,7 +19,7 @@ from mjvec.tasks.simtoolreal import terms as tool_terms
 from mjvec.tasks.simtoolreal.config import SimToolRealConfig
 from mjvec.tasks.simtoolreal.indices import Array, TaskIndices
 from mjvec.tasks.simtoolreal.state import TaskState
-from mjvec.xp import Rows, copy_array, namespace_of
+from mjvec.xp import Rows, assign_where, copy_array, namespace_of
 
 REWARD_TERMS = ("approach", "lift", "lift_bonus", "keypoint", "success_bonus", "arm_speed", "hand_speed")
 
@@ -170,9 +170,4 @@ def commit(state: TaskState, active: Array, terms: StepTerms) -> None:
         (state.successes, terms.successes), (state.progress, terms.progress), (state.last_reward, terms.reward),
     )
     for buf, new in updates:
-        if isinstance(buf, np.ndarray):
-            np.copyto(buf, new, where=active.reshape(-1, *(1,) * (buf.ndim - 1)), casting="unsafe")
-        else:
-            xp = namespace_of(buf)
-            mask = xp.reshape(active, (-1, *(1,) * (buf.ndim - 1)))
-            buf[...] = xp.where(mask, xp.astype(new, buf.dtype), buf)
+        assign_where(buf, active.reshape(-1, *(1,) * (buf.ndim - 1)), new)
