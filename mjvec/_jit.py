@@ -29,6 +29,9 @@ from typing import Any, TypeVar
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger(__name__)
@@ -132,3 +135,28 @@ def minimum(x: float, y: float) -> float:
 def maximum(x: float, y: float) -> float:
     """np.maximum of two values: x where x > y or x is nan, else y (so y for +-0 against -+0)."""
     return x if (x != x or x > y) else y
+
+
+@intrinsic
+def float_bits(typingctx: Any, x: Any) -> Any:
+    """The int64 with float64 x's bits (numpy's ``x.view(np.int64)`` of one value), for kernels: a
+    bit cast, not a conversion, so that loops that take a float apart stay free of calls and vectorize."""
+    if x != types.float64:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def bits_float(typingctx: Any, x: Any) -> Any:
+    """The float64 with int64 x's bits (numpy's ``x.view(np.float64)`` of one value), for kernels."""
+    if x != types.int64:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from mjvec._jit import inline, kernel
+from mjvec._jit import bits_float, float_bits, inline, kernel
 from mjvec._portable_constants import (
     _COS,
     _EXP,
@@ -37,6 +37,7 @@ from mjvec._portable_constants import (
     _PIO2_3,
     _SIN,
     _SQRT2,
+    _TINY,
     _TWO_OVER_PI,
 )
 
@@ -56,6 +57,7 @@ M1 = np.uint64(0xBF58476D1CE4E5B9)
 M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
 _TWO_POW_M53 = 1.0 / 9007199254740992.0
+_BOX_MULLER_CHUNK = 512
 
 
 @inline
@@ -69,12 +71,14 @@ def _horner(z: float, c: np.ndarray) -> float:
 
 @inline
 def _log1(a: float) -> float:
-    mantissa, exponent = math.frexp(a)  # a = mantissa 2^exponent, mantissa in [0.5, 1)
-    m = mantissa * 2.0  # in [1, 2): the generic formula's m
-    e = exponent - 1
-    if m > _SQRT2:
-        m = mantissa
-        e += 1
+    # a positive normal double: its exponent field and its mantissa with the exponent of 1 (the
+    # generic formula's bit operations); selects, not branches, so that the loops vectorize.
+    bits = float_bits(a)
+    e = ((bits >> 52) & 0x7FF) - 1023
+    m = bits_float((bits & 0xFFFFFFFFFFFFF) | (1023 << 52))  # in [1, 2)
+    big = m > _SQRT2
+    m = m * 0.5 if big else m
+    e = e + 1 if big else e
     f = m - 1.0
     s = f / (2.0 + f)
     z = s * s
@@ -90,7 +94,8 @@ def _exp1(a: float) -> float:
     p = r * (1.0 + r * _horner(r, _EXP_C))
     k = np.int64(kf)
     half = k >> 1
-    return (1.0 + p) * math.ldexp(1.0, half) * math.ldexp(1.0, k - half)
+    # 2^half and 2^(k - half) from their exponent fields, as the generic formula's _pow2.
+    return (1.0 + p) * bits_float((half + 1023) << 52) * bits_float((k - half + 1023) << 52)
 
 
 @inline
@@ -116,13 +121,12 @@ def _sincos1(a: float) -> tuple[float, float]:
     w = 1.0 - hz
     c = w + (((1.0 - w) - hz) + z * z * _horner(z, _COS_C))
     q = np.int64(kf) & 3
-    if q & 1:
-        s, c = c, s
-    if q & 2:
-        s = -s
-    if (q + 1) & 2:
-        c = -c
-    return s, c
+    odd = (q & 1) == 1
+    sin_out = c if odd else s  # selects, as the generic formula's where: the loops vectorize
+    cos_out = s if odd else c
+    sin_out = -sin_out if (q & 2) == 2 else sin_out
+    cos_out = -cos_out if ((q + 1) & 2) == 2 else cos_out
+    return sin_out, cos_out
 
 
 @kernel
@@ -143,18 +147,67 @@ def _sincos_kernel(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> N
         sin_out[i], cos_out[i] = _sincos1(a[i])
 
 
+@inline
+def _inside(a: np.ndarray, low: float, high: float, upper_open: bool) -> bool:
+    """Every element in [low, high] ([low, high) with upper_open); nan is outside."""
+    for i in range(a.shape[0]):
+        x = a[i]
+        if not (x >= low and (x < high if upper_open else x <= high)):
+            return False
+    return True
+
+
+@kernel
+def _log_checked(a: np.ndarray, out: np.ndarray) -> bool:
+    if not _inside(a, _TINY, math.inf, True):
+        return False
+    for i in range(a.shape[0]):
+        out[i] = _log1(a[i])
+    return True
+
+
+@kernel
+def _exp_checked(a: np.ndarray, out: np.ndarray) -> bool:
+    if not _inside(a, _EXP_MIN, _EXP_MAX, False):
+        return False
+    for i in range(a.shape[0]):
+        out[i] = _exp1(a[i])
+    return True
+
+
+@kernel
+def _sincos_checked(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> bool:
+    if not _inside(a, -SINCOS_MAX, SINCOS_MAX, False):
+        return False
+    for i in range(a.shape[0]):
+        sin_out[i], cos_out[i] = _sincos1(a[i])
+    return True
+
+
 @kernel
 def _box_muller_kernel(w: np.ndarray, out: np.ndarray) -> None:
-    words, n = w.shape[1], out.shape[1]
-    for i in range(w.shape[0]):
-        for j in range(words):
-            u1 = (np.float64(w[i, j] >> _HIGH_SHIFT) + 1.0) * _TWO_POW_M32
-            angle = np.float64(w[i, j] & _LOW_WORD) * _TURN_PER_WORD
+    rows, words, n = w.shape[0], w.shape[1], out.shape[1]
+    # Blocks of whole rows: each block's words in one flat pass (a loop the compiler vectorizes),
+    # then their columns' copy; the block's buffers stay in the cache.
+    block = max(1, _BOX_MULLER_CHUNK // max(1, words))
+    cosines, sines = np.empty(block * words), np.empty(block * words)
+    flat = w.reshape(-1)
+    for first in range(0, rows, block):
+        count = min(block, rows - first)
+        offset = first * words
+        for k in range(count * words):
+            word = flat[offset + k]
+            u1 = (np.float64(np.int64(word >> _HIGH_SHIFT)) + 1.0) * _TWO_POW_M32
+            angle = np.float64(np.int64(word & _LOW_WORD)) * _TURN_PER_WORD
             r = math.sqrt(-2.0 * _log1(u1))
             s, c = _sincos1(angle)
-            out[i, j] = r * c
-            if words + j < n:
-                out[i, words + j] = r * s
+            cosines[k] = r * c
+            sines[k] = r * s
+        for i in range(count):
+            for j in range(words):
+                out[first + i, j] = cosines[i * words + j]
+            for j in range(n - words):
+                out[first + i, words + j] = sines[i * words + j]
 
 
 @inline
@@ -239,6 +292,27 @@ def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sin_out, cos_out = np.empty(a.shape), np.empty(a.shape)
     _sincos_kernel(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1))
     return sin_out, cos_out
+
+
+def log_or_none(a: np.ndarray) -> np.ndarray | None:
+    """`log` of a non-empty float64 array if every element is in its domain, else None (one pass
+    checks, the next computes: `mjvec.portable.log`'s host path in one call)."""
+    out = np.empty(a.shape)
+    return out if a.size and _log_checked(_flat(a), out.reshape(-1)) else None
+
+
+def exp_or_none(a: np.ndarray) -> np.ndarray | None:
+    """`exp` of a non-empty float64 array if every element is in its domain, else None."""
+    out = np.empty(a.shape)
+    return out if a.size and _exp_checked(_flat(a), out.reshape(-1)) else None
+
+
+def sincos_or_none(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`sincos` of a non-empty float64 array if every element is in its domain, else None."""
+    sin_out, cos_out = np.empty(a.shape), np.empty(a.shape)
+    if a.size and _sincos_checked(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1)):
+        return sin_out, cos_out
+    return None
 
 
 def box_muller(w: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:

@@ -134,11 +134,19 @@ def _sign_bit(xp: Any, a: Array) -> Array:
     return a.view(xp.int64) < 0
 
 
-@_quiet
 def log(x: Array) -> Array:
     """Natural logarithm: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
     s = (m - 1) / (m + 1), and e ln 2 in two parts (the high part's product with e is exact).
     Subnormal inputs are scaled into the normal range first."""
+    if type(x) is np.ndarray and x.dtype == np.float64:  # the host kernel in one call, if in its domain
+        out = host.log_or_none(x)
+        if out is not None:
+            return out
+    return _log(x)
+
+
+@_quiet
+def _log(x: Array) -> Array:
     xp, a, back = _prepare(x)
     fast = xp is np and _within(a, _TINY, math.inf, upper_open=True)
     return back(host.log(a) if fast else _log64(xp, a))
@@ -164,10 +172,18 @@ def _log64(xp: Any, a: Array) -> Array:
     return xp.where(a != a, a, out)
 
 
-@_quiet
 def exp(x: Array) -> Array:
     """e^x = 2^k e^r with k = round(x / ln 2), r = x - k ln 2 (two-part ln 2), |r| <= ln 2 / 2;
     2^k applied as two factors so that results in the subnormal range round once."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        out = host.exp_or_none(x)
+        if out is not None:
+            return out
+    return _exp(x)
+
+
+@_quiet
+def _exp(x: Array) -> Array:
     xp, a, back = _prepare(x)
     fast = xp is np and _within(a, _EXP_MIN, _EXP_MAX)
     return back(host.exp(a) if fast else _exp64(xp, a))
@@ -202,9 +218,17 @@ def _sincos64(xp: Any, a: Array) -> tuple[Array, Array]:
     return sin_out, cos_out
 
 
-@_quiet
 def sincos(x: Array) -> tuple[Array, Array]:
     """(sin x, cos x) from one argument reduction: x = k pi/2 + r, pi/2 in three parts."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        out = host.sincos_or_none(x)
+        if out is not None:
+            return out
+    return _sincos(x)
+
+
+@_quiet
+def _sincos(x: Array) -> tuple[Array, Array]:
     xp, a, back = _prepare(x)
     fast = xp is np and _within(a, -host.SINCOS_MAX, host.SINCOS_MAX)
     s, c = host.sincos(a) if fast else _sincos64(xp, a)

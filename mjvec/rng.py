@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -105,7 +106,7 @@ def _as_seed(value: object, what: str) -> int:
 
 
 def _size(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return math.prod(int(d) for d in shape)  # not np.prod: a draw's shape is short, and np.prod costs microseconds
 
 
 class EnvRandom:

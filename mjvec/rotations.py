@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mjvec import portable
+from mjvec import _rotations_host, portable
+from mjvec._jit import host_arrays as _host_arrays
 from mjvec.xp import namespace_of
 
 Array = Any  # an array of the caller's namespace
@@ -145,6 +146,14 @@ def rotation_vector(q: Array) -> Array:
 def rotate_by_axis_angle(q: Array, axis: Array, half: Array) -> Array:
     """(..., 4) q times the rotation by angle 2 * half (...) about the unnormalized axis (..., 3):
     the rotation acts in q's own frame (a right product)."""
+    if _host_arrays((q, axis, half), (np.float64,)):  # rows of float64: one compiled pass, the same bits
+        out = _rotations_host.rotate_by_axis_angle(q, axis, half)
+        if out is not None:
+            return out
+    return _rotate_by_axis_angle(q, axis, half)
+
+
+def _rotate_by_axis_angle(q: Array, axis: Array, half: Array) -> Array:
     xp = namespace_of(q)
     sin_half, cos_half = portable.sincos(half)
     s = sin_half / xp.clip(xp.sqrt(xp.sum(axis * axis, axis=-1)), min=1e-12)

@@ -97,7 +97,7 @@ class Rows:
         """Rows where `mask` (N,) is True: ids for a numpy mask (every env when it is all True: the
         same selection as `Rows.all`), the mask itself on a device."""
         if isinstance(mask, np.ndarray):
-            ids = np.flatnonzero(mask).astype(np.int64)
+            ids = mask.reshape(-1).nonzero()[0].astype(np.int64, copy=False)  # flatnonzero, minus its overhead
             return cls(mask.shape[0], ids=ids, everything=ids.size == mask.shape[0])
         return cls(int(mask.shape[0]), mask=mask)
 

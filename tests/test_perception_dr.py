@@ -325,3 +325,21 @@ def test_push_magnitudes_for_a_heavy_and_a_light_tool(mass_scale: str) -> None:
             rng.uniform(ids, f"dr/push_{kind}_draw")
         expected[:, 3 * row:3 * row + 3] = rng.normal(ids, f"dr/push_{kind}", (3,)) * mass * scale
     np.testing.assert_allclose(base.backend.xfrc_applied[:, base.object_body_id], expected, rtol=1e-15)
+
+
+def test_a_delay_queues_compiled_read_is_the_fancy_index() -> None:
+    """DelayQueue.read's compiled gather against the numpy index it replaces, for the queues' shapes
+    and dtypes (an observation block of float32, float64 poses, a 1-D value), after wrapping pushes."""
+    from mjvec.randomization.queues import DelayQueue
+    from mjvec.xp import Rows
+
+    rng = np.random.default_rng(5)
+    for tail, dtype in (((7,), np.float64), ((3, 5), np.float32), ((), np.float64)):
+        queue = DelayQueue(4)
+        for _ in range(6):
+            queue.push(rng.normal(size=(9, *tail)).astype(dtype), Rows.of_ids([], 9))
+        ages = rng.integers(0, 4, 9)
+        want = queue.buf[(queue.head + ages) % 4, np.arange(9)]
+        got = queue.read(ages)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

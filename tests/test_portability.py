@@ -57,6 +57,8 @@ ORACLES = [
     "tests/test_jit.py",
     "tests/test_simtoolreal_kernels.py",
     "tests/test_go1_kernels.py",
+    "tests/test_rotations_host.py",
+    "tests/test_perception_dr.py::test_a_delay_queues_compiled_read_is_the_fancy_index",
     "tests/test_dr_matrix.py::test_cpu_write_equals_direct_edit_and_mj_setconst",
 ]
 

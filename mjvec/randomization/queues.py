@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv
 
+from mjvec._jit import kernel
 from mjvec.contract import GoalSegmentHooks, require_hooks
 from mjvec.validate import require_bool, require_int
 from mjvec.xp import Rows, namespace_of
@@ -90,7 +91,22 @@ class DelayQueue:
         return self.buf[self.head]
 
     def read(self, ages: Any) -> Any:
+        """(N, ...) each env's value `ages[env]` pushes ago (0: the newest): a new array."""
         assert self.buf is not None
+        if isinstance(self.buf, np.ndarray) and isinstance(ages, np.ndarray) and self.buf.flags.c_contiguous:
+            out = np.empty(self.buf.shape[1:], self.buf.dtype)  # one compiled gather, not a fancy index's set-up
+            n = out.shape[0]
+            _gather(self.buf.reshape(self.depth, n, -1), self.head, ages, out.reshape(n, -1))
+            return out
         xp = namespace_of(ages)
         envs = xp.arange(ages.shape[0], device=getattr(ages, "device", None)) if xp is not np else np.arange(ages.size)
         return self.buf[(self.head + ages) % self.depth, envs]
+
+
+@kernel
+def _gather(buf: np.ndarray, head: int, ages: np.ndarray, out: np.ndarray) -> None:
+    depth = buf.shape[0]
+    for env in range(out.shape[0]):
+        slot = (head + ages[env]) % depth
+        for j in range(out.shape[1]):
+            out[env, j] = buf[slot, env, j]
