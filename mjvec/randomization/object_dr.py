@@ -232,10 +232,16 @@ class RandomPushes(HookWrapper, VectorWrapper):
         wrench = base.zeros((1, 6), xp.float64)
         masks = []
         for row, kind in enumerate(("force", "torque")):
-            pushed = base.zeros((), xp.bool)
             drawn = base.rng.uniform(stepping, f"dr/push_{kind}_draw") < stepping.take(self._prob[row])
-            stepping.put(pushed, drawn)
-            pushed = pushed & allowed_now
+            if stepping.everything:
+                pushed = drawn & allowed_now
+            else:
+                pushed = base.zeros((), xp.bool)
+                stepping.put(pushed, drawn)
+                pushed = pushed & allowed_now
+            if host_all and not pushed.any():  # most steps: nobody pushed, no selection to build
+                masks.append(pushed)
+                continue
             rows = Rows.of_mask(pushed)
             if rows.any():
                 draw = base.rng.normal(rows, f"dr/push_{kind}", (3,)) * self._mass(rows) * self._scales[row]

@@ -126,7 +126,11 @@ class ObservationNoise(HookWrapper, VectorWrapper):
             noise = rng.normal(rows, stream, (width,), dtype=np.float32) * self._scale
         array = _copy(obs if self._key is None else obs[self._key])
         block = array[..., self._slice]  # a view: the rows below write through
-        rows.put(block, rows.take(block) + namespace_of(block).astype(noise, block.dtype))
+        noise = namespace_of(block).astype(noise, block.dtype)
+        if rows.everything:  # every row: the same sums, added in place
+            block += noise
+        else:
+            rows.put(block, rows.take(block) + noise)
         return array if self._key is None else {**obs, self._key: array}
 
 
