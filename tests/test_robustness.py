@@ -273,3 +273,27 @@ def test_headless_rendering_without_mujoco_gl_says_to_set_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert re.search(r"RenderError: could not create an OpenGL renderer .*set MUJOCO_GL=egl \(GPU\) or "
                      r"MUJOCO_GL=osmesa \(CPU, needs libosmesa6\)", out.stdout), out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("dtype, big", [(np.float32, 1e30), (np.float64, 1e300)])
+def test_the_compiled_action_check_is_np_clip_and_refuses_the_same_rows(dtype, big) -> None:
+    """mjvec.envs.arrays.check_actions' compiled pass against the numpy lines it stands in for:
+    np.clip's bits with (A,) bound arrays (a value equal to a bound takes the bound, signed zeros
+    included), strided input, and the same ActionError naming the same envs for nan and inf."""
+    from mjvec.envs.arrays import check_actions
+
+    rng = np.random.default_rng(0)
+    low, high = np.array([-1.0, 0.0, -0.0, -2.0, 0.0]), np.array([1.0, 0.0, 0.5, -0.0, 3.0])
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 1e-40, -1e-40, big, -big])
+    for trial in range(100):
+        actions = (rng.choice(specials, (7, 5)) if trial % 2 else rng.normal(size=(7, 5)) * 3).astype(dtype)
+        want = np.clip(actions.astype(np.float64), low, high)
+        np.testing.assert_array_equal(check_actions(actions, (7, 5), low, high).view(np.int64), want.view(np.int64))
+    strided = rng.normal(size=(5, 7)).astype(dtype).T
+    np.testing.assert_array_equal(check_actions(strided, (7, 5), low, high),
+                                  np.clip(strided.astype(np.float64), low, high))
+    for bad in (np.nan, np.inf, -np.inf):
+        actions = np.zeros((7, 5), dtype)
+        actions[3, 2] = actions[5, 0] = bad
+        with pytest.raises(ActionError, match=r"envs \[3, 5\] \(2 of 7\)"):
+            check_actions(actions, (7, 5), low, high)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mjvec._jit import kernel
 from mjvec.errors import ActionError, ActionTypeError, ConfigError, InstallError, allowed, install_hint
 
 ARRAY_BACKENDS = ("numpy", "torch")
@@ -92,8 +93,30 @@ def check_actions(actions: Any, shape: tuple[int, int], low: np.ndarray, high: n
         raise ActionTypeError(
             f"actions must be a numpy array or a torch tensor of shape {shape}, got {type(actions).__name__}"
         )
+    if array.dtype in _KERNEL_DTYPES and low.dtype == np.float64 and high.dtype == np.float64:
+        out = np.empty(shape)
+        if _finite_clipped(array, low, high, out):  # one compiled pass: the check and np.clip's values
+            return out
     _check_finite(array)
     return np.clip(array.astype(np.float64, copy=False), low, high)
+
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@kernel
+def _finite_clipped(actions: np.ndarray, low: np.ndarray, high: np.ndarray, out: np.ndarray) -> bool:
+    """False if an action is not finite (out then unspecified); else out = np.clip(actions as float64,
+    low, high) with (A,) bound arrays: numpy's loop for array bounds returns the bound where a value
+    equals it (so a signed zero takes the bound's sign)."""
+    for e in range(actions.shape[0]):
+        for a in range(actions.shape[1]):
+            x = np.float64(actions[e, a])
+            if not (x - x == 0.0):  # inf - inf and nan - nan are nan
+                return False
+            x = x if x > low[a] else low[a]
+            out[e, a] = x if x < high[a] else high[a]
+    return True
 
 
 def _check_finite(array: np.ndarray) -> None:
