@@ -10,26 +10,41 @@ import math
 
 import numpy as np
 
-from mjvec._jit import clip, kernel
+from mjvec._jit import clip, inline, kernel
 from mjvec._portable_host import SINCOS_MAX, _sincos1
+
+
+@inline
+def rotate_row(q: np.ndarray, axis: np.ndarray, half: float, out: np.ndarray) -> None:
+    """out (4,) = one row of `mjvec.rotations.rotate_by_axis_angle`: q (4,) times the rotation by
+    2 half about axis (3,); half in the sincos kernel's domain (finite, |half| <= SINCOS_MAX)."""
+    sin_half, cos_half = _sincos1(half)
+    ux, uy, uz = axis[0], axis[1], axis[2]
+    # numpy's sum of a 3-row's squares: from +0.0, one by one (either memory order, below 8).
+    s = sin_half / clip(math.sqrt(((0.0 + ux * ux) + uy * uy) + uz * uz), 1e-12, math.inf)
+    bw, bx, by, bz = cos_half, ux * s, uy * s, uz * s
+    aw, ax, ay, az = q[0], q[1], q[2], q[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@inline
+def in_sincos_domain(half: np.ndarray) -> bool:
+    """Every value finite and of magnitude at most SINCOS_MAX (nan is outside)."""
+    for i in range(half.shape[0]):
+        if not (-SINCOS_MAX <= half[i] <= SINCOS_MAX):
+            return False
+    return True
 
 
 @kernel
 def _rotate_by_axis_angle(q: np.ndarray, axis: np.ndarray, half: np.ndarray, out: np.ndarray) -> bool:
-    for i in range(half.shape[0]):  # sincos's kernel domain, else the caller's generic formula
-        if not (-SINCOS_MAX <= half[i] <= SINCOS_MAX):
-            return False
+    if not in_sincos_domain(half):  # else the caller's generic formula
+        return False
     for i in range(half.shape[0]):
-        sin_half, cos_half = _sincos1(half[i])
-        ux, uy, uz = axis[i, 0], axis[i, 1], axis[i, 2]
-        # numpy's sum of a 3-row's squares: from +0.0, one by one (either memory order, below 8).
-        s = sin_half / clip(math.sqrt(((0.0 + ux * ux) + uy * uy) + uz * uz), 1e-12, math.inf)
-        bw, bx, by, bz = cos_half, ux * s, uy * s, uz * s
-        aw, ax, ay, az = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-        out[i, 0] = aw * bw - ax * bx - ay * by - az * bz
-        out[i, 1] = aw * bx + ax * bw + ay * bz - az * by
-        out[i, 2] = aw * by - ax * bz + ay * bw + az * bx
-        out[i, 3] = aw * bz + ax * by - ay * bx + az * bw
+        rotate_row(q[i], axis[i], half[i], out[i])
     return True
 
 

@@ -77,3 +77,33 @@ def test_other_shapes_and_dtypes_take_the_generic_formula() -> None:
         assert _rotations_host.rotate_by_axis_angle(*args) is None
     for args in ((q[:1], axis, half), (q.astype(np.float32), axis.astype(np.float32), half.astype(np.float32))):
         _same(np.asarray(rotations.rotate_by_axis_angle(*args)), np.asarray(rotations._rotate_by_axis_angle(*args)))
+
+
+def test_the_pose_latency_kernel_is_the_queue_read_plus_the_generic_noise() -> None:
+    """object_dr's fused step (the delayed pose from the ring, position noise, rotation) against the
+    numpy lines it stands in for, bit for bit: a ring wrapped by several pushes, every age, special
+    values in the poses and the draws; a half angle outside the sincos domain answers False."""
+    from mjvec.randomization.object_dr import _delayed_noisy_pose
+    from mjvec.randomization.queues import DelayQueue
+    from mjvec.xp import Rows
+
+    rng = np.random.default_rng(11)
+    n, depth, pos_std = 50, 4, 0.01
+    queue = DelayQueue(depth)
+    for _ in range(7):
+        queue.push(rng.normal(size=(n, 7)), Rows.of_ids([], n))
+    queue.buf[2, 3, 4] = np.nan
+    queue.buf[:, 5, 3:] = -0.0
+    ages = rng.integers(0, depth, n)
+    noise, axis, half = rng.normal(size=(n, 3)), rng.uniform(0.0, 1.0, (n, 3)), rng.uniform(-0.05, 0.05, n)
+    axis[7] = 0.0
+    noise[8, 1] = -0.0
+    pos, quat = np.empty((n, 3)), np.empty((n, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert _delayed_noisy_pose(queue.buf, queue.head, ages, pos_std, noise, axis, half, pos, quat)
+        pose = queue.buf[(queue.head + ages) % depth, np.arange(n)]
+        _same(pos, pose[:, :3] + pos_std * noise)
+        _same(quat, rotations._rotate_by_axis_angle(pose[:, 3:], axis, half))
+    half[9] = np.inf
+    assert not _delayed_noisy_pose(queue.buf, queue.head, ages, pos_std, noise, axis, half, pos, quat)

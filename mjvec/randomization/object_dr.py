@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
+from mjvec._jit import host_arrays, kernel
+from mjvec._rotations_host import in_sincos_domain, rotate_row
 from mjvec.contract import (
     EnvHooks,
     ObjectPoseHooks,
@@ -78,13 +80,23 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         """The queue of max_delay + 1 float64 poses (7 values), the perceived pose, a reset mark."""
         return (self._max + 2) * 7 * 8 + 1
 
+    def _draws(self, rows: Rows, suffix: str) -> tuple[Any, Any, Any]:
+        """The selection's noise: N(0, 1) position noise (rows, 3), rotation axis (rows, 3), half angle (rows,)."""
+        rng = self._base.rng
+        return (rng.normal(rows, "dr/pose_noise" + suffix, (3,)),
+                rng.uniform(rows, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,)),
+                rng.uniform(rows, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot))
+
+    def _noisy(self, pose: Any, draws: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+        """(pos, quat) of `pose` (rows, 7) with the drawn noise applied."""
+        xp = namespace_of(pose)
+        noise, axis, half = draws
+        pos = pose[:, :3] + xp.astype(self._pos_std * noise, pose.dtype)
+        return pos, rotate_by_axis_angle(pose[:, 3:], xp.astype(axis, pose.dtype), xp.astype(half, pose.dtype))
+
     def _sample(self, pose: Any, rows: Rows, suffix: str = "") -> tuple[Any, Any]:
         """(pos, quat) of the selection's rows of `pose`, with noise drawn for those envs."""
-        rng, xp = self._base.rng, namespace_of(pose)
-        pos = pose[:, :3] + xp.astype(self._pos_std * rng.normal(rows, "dr/pose_noise" + suffix, (3,)), pose.dtype)
-        axis = xp.astype(rng.uniform(rows, "dr/pose_rot_axis" + suffix, 0.0, 1.0, (3,)), pose.dtype)
-        half = rng.uniform(rows, "dr/pose_rot_angle" + suffix, -0.5 * self._rot, 0.5 * self._rot)  # half the angle
-        return pos, rotate_by_axis_angle(pose[:, 3:], axis, xp.astype(half, pose.dtype))
+        return self._noisy(pose, self._draws(rows, suffix))
 
     def _advance(self, dt: float) -> None:
         """Once per control step, after physics: push the true pose, draw the delayed noisy one."""
@@ -92,7 +104,15 @@ class ObjectPoseLatency(HookWrapper, VectorWrapper):
         refill = with_segment_starts(self._marks.take(), self._segments, 0)
         self._queue.push(namespace_of(pos).concat([pos, quat], axis=1), refill)
         ages = self._base.rng.integers(self._all, "dr/pose_delay", 0, self._max + 1)
-        self._observed = self._sample(self._queue.read(ages), self._all)
+        draws = self._draws(self._all, "")
+        buf = self._queue.buf
+        if host_arrays((buf, *draws), (np.float64,)) and buf.flags.c_contiguous:
+            # The queue's read, the noise and the rotation in one compiled pass (the same bits).
+            observed = np.empty((buf.shape[1], 3)), np.empty((buf.shape[1], 4))
+            if _delayed_noisy_pose(buf, self._queue.head, ages, self._pos_std, *draws, *observed):
+                self._observed = observed
+                return
+        self._observed = self._noisy(self._queue.read(ages), draws)
 
     def _pose(self) -> tuple[Any, Any]:
         """The pose the policy sees now; envs reset since the last call restart their queue."""
@@ -250,3 +270,20 @@ class RandomPushes(HookWrapper, VectorWrapper):
         self.force_pushed, self.torque_pushed = masks
         self.pushed = self.force_pushed | self.torque_pushed
         self._input.write(None, self._body, wrench)
+
+
+@kernel
+def _delayed_noisy_pose(buf: np.ndarray, head: int, ages: np.ndarray, pos_std: float, noise: np.ndarray,
+                        axis: np.ndarray, half: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> bool:
+    """`ObjectPoseLatency._noisy(queue.read(ages), draws)` for float64 host arrays: each env's pose
+    ages[env] pushes ago from the ring buf (depth, N, 7) whose newest slot is head, plus the noise;
+    False (nothing meaningful written) where a half angle is outside the sincos kernel's domain."""
+    if not in_sincos_domain(half):
+        return False
+    depth = buf.shape[0]
+    for env in range(pos.shape[0]):
+        pose = buf[(head + ages[env]) % depth, env]
+        for i in range(3):
+            pos[env, i] = pose[i] + pos_std * noise[env, i]
+        rotate_row(pose[3:], axis[env], half[env], quat[env])
+    return True
