@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mjvec._jit import host_arrays, kernel
 from mjvec.contract import Lifecycle, ObsEvent
 from mjvec.envs.arrays import to_numpy
 from mjvec.envs.infos import check_task_obs, check_task_step, masked_info, merge_reset_info
@@ -90,12 +91,15 @@ class StepMixin:
             self._checked.add("step")
         reward, term, trunc, task_info = result
         self._task_info = task_info
-        rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)
-        terminated = xp.astype(term, xp.bool) & active
-        truncated = xp.astype(trunc, xp.bool)
-        if episodes.max_steps is not None:
-            truncated = truncated | ((episodes.steps >= episodes.max_steps) & ~terminated)
-        truncated = (truncated & active) | failed
+        if host_arrays((reward,), _REWARD_DTYPES) and host_arrays((term, trunc, active, failed), (np.bool_,)):
+            rewards, terminated, truncated = _host_rules(reward, term, trunc, active, failed, episodes)
+        else:
+            rewards = xp.where(active, xp.astype(reward, xp.float64), 0.0)
+            terminated = xp.astype(term, xp.bool) & active
+            truncated = xp.astype(trunc, xp.bool)
+            if episodes.max_steps is not None:
+                truncated = truncated | ((episodes.steps >= episodes.max_steps) & ~terminated)
+            truncated = (truncated & active) | failed
         info = masked_info(task_info, active)
         info["sim_error"], info["_sim_error"] = failed, xp.ones(self.num_envs, dtype=xp.bool, device=self.arrays.device)
         return rewards, terminated, truncated, info
@@ -138,3 +142,29 @@ class StepMixin:
                 f"dtype {host.dtype}{' with negative values' if host.dtype.kind == 'i' and (host < 0).any() else ''}"
             )
         self.episodes.steps[...] = self.arrays.asarray(host.astype(np.int64))
+
+
+_REWARD_DTYPES = (np.float64, np.float32)
+
+
+def _host_rules(reward: np.ndarray, term: np.ndarray, trunc: np.ndarray, active: np.ndarray, failed: np.ndarray,
+                episodes: Episodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_evaluate_step`'s rules for (N,) host arrays in one compiled pass: (rewards, terminated, truncated)."""
+    n = reward.shape[0]
+    rewards, terminated, truncated = np.empty(n), np.empty(n, bool), np.empty(n, bool)
+    limit = -1 if episodes.max_steps is None else int(episodes.max_steps)
+    _rules_kernel(reward, term, trunc, active, failed, episodes.steps, limit, rewards, terminated, truncated)
+    return rewards, terminated, truncated
+
+
+@kernel
+def _rules_kernel(reward: np.ndarray, term: np.ndarray, trunc: np.ndarray, active: np.ndarray, failed: np.ndarray,
+                  steps: np.ndarray, limit: int, rewards: np.ndarray, terminated: np.ndarray,
+                  truncated: np.ndarray) -> None:
+    """An inactive env's reward is +0.0 and it neither terminates nor truncates unless it failed; a
+    failed env truncates; an active env that did not terminate truncates at the step limit (limit >= 0)."""
+    for e in range(reward.shape[0]):
+        rewards[e] = np.float64(reward[e]) if active[e] else 0.0
+        terminated[e] = term[e] and active[e]
+        cut = trunc[e] or (limit >= 0 and steps[e] >= limit and not terminated[e])
+        truncated[e] = (cut and active[e]) or failed[e]

@@ -75,7 +75,7 @@ from mjvec.tasks.simtoolreal.observations import ObsInputs, observation_space, p
 from mjvec.tasks.simtoolreal.state import initial_state, new_state, refresh_object_com, refresh_table
 from mjvec.tasks.simtoolreal.step_terms import REWARD_TERMS, commit, evaluate, measure, object_pose
 from mjvec.tasks.simtoolreal.terms import CRITIC_LAYOUT, OBS_MODES, POLICY_LAYOUT, layout_size
-from mjvec.xp import Rows
+from mjvec.xp import Rows, to_host
 from mjvec.xp import copy_array as _copy
 
 __all__ = ["CRITIC_LAYOUT", "OBS_MODES", "POLICY_LAYOUT", "REWARD_TERMS", "SimToolRealEnv"]
@@ -171,6 +171,9 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         tool_ids = np.asarray(backend.variant_of_env, np.int64)
         self.indices = build_indices(backend.model, catalog, tool_ids, cfg, self.asarray, backend.qpos.dtype)
         self._act_ids = self.indices.act_ids  # (named by the reset's ctrl write)
+        # The hand and arm actuators are the model's, in order: the targets write ctrl whole (a
+        # strided copy) instead of through a fancy index.
+        self._ctrl_whole = np.array_equal(to_host(self._act_ids), np.arange(backend.model.nu))
         # The task's progress counter IS the base's episode_steps (see the module docstring).
         self.task_state = new_state(self.num_envs, cfg, self.indices, self.zeros, self.asarray, self.arrays.like,
                                     self._critic, progress=self.episode_steps)
@@ -305,7 +308,10 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
             arm_moving_average=cfg.arm_moving_average, hand_moving_average=cfg.hand_moving_average,
             num_arm=tool_terms.NUM_ARM_JOINTS,
         )
-        self.backend.ctrl[:, self.indices.act_ids] = state.targets
+        if self._ctrl_whole:
+            self.backend.ctrl[...] = state.targets
+        else:
+            self.backend.ctrl[:, self.indices.act_ids] = state.targets
 
     def _evaluate(self, active: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
         xp, state = self.xp, self.task_state
