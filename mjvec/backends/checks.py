@@ -91,12 +91,12 @@ def check_input_write(name: str, capabilities: Capabilities, shape: tuple[int, .
     rows = None
     if index is not None:
         rows = np.asarray(index)
-        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer) or not tail or \
-                ((rows < 0) | (rows >= tail[0])).any():
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or not tail or \
+                (rows.size and (int(rows.min()) < 0 or int(rows.max()) >= tail[0])):
             raise FieldWriteError(
                 f"write_input({name!r}) index must be 1-D integer ids in [0, {tail[0] if tail else 0}), got {index!r}"
             )
-        rows = rows.astype(np.int64)
+        rows = rows.astype(np.int64, copy=False)
         tail = (rows.size, *tail[1:])
     if not isinstance(values, np.ndarray) and hasattr(values, "is_floating_point"):
         # A device tensor: its metadata is checked here; its values are not read back (that would
