@@ -230,7 +230,10 @@ class EnvRandom:
         blockable = every or (key is not None and self._host and not rows.dense)
         size = min(AHEAD_REQUESTS, AHEAD_WORDS // max(1, self.num_envs * words)) if blockable else 1
         if size > 1 and self._last.get(stream) == key:
-            block = self._blocks[stream] = _Block(key, compute(rows if every else self._every, size), words, size)
+            values = compute(rows if every else self._every, size)
+            if self._host:  # request-major: each request one contiguous slab, read after the physics evicted it
+                values = np.ascontiguousarray(np.swapaxes(values, 0, 1))
+            block = self._blocks[stream] = _Block(key, values, words, size)
             return self._serve(block, rows, key, every)
         self._last[stream] = key if blockable else None
         return compute(rows, 1)[:, 0]
@@ -246,7 +249,7 @@ class EnvRandom:
                 if block.used >= block.size:
                     return None
                 block.used += 1
-                return _copy(block.values[:, block.used - 1])
+                return _copy(block.values[block.used - 1] if self._host else block.values[:, block.used - 1])
             if not self._host:
                 return None
             block.per_env = np.full(self.num_envs, block.used, np.int64)
@@ -255,7 +258,7 @@ class EnvRandom:
         if used.size and int(used.max()) >= block.size:
             return None
         block.per_env[ids] = used + 1
-        return block.values[ids, used]  # a gather: a copy
+        return block.values[used, ids]  # host blocks are request-major; a gather: a copy
 
     # ---- draws --------------------------------------------------------------------------------
     def bits(self, rows: Rows | np.ndarray, stream: str, count: int) -> Any:
@@ -394,7 +397,8 @@ class EnvRandom:
 
 
 class _Block:
-    """A stream's drawn-ahead requests: values (rows, size, ...), `used` of them served to every env;
+    """A stream's drawn-ahead requests: values (size, rows, ...) on the host (request-major: a request
+    is one contiguous slab) and (rows, size, ...) on a device, `used` of them served to every env;
     per_env (N,) counts each env's served requests instead once a request of some envs was served
     from the block or formed it (host only; None before)."""
 
