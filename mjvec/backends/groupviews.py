@@ -30,6 +30,8 @@ def put_input(view: Any, ids: Any, rows: Any, values: Any) -> None:
     """Write validated `write_input` values into `view`: env ids (or slice(None)) x rows (or all)."""
     if rows is None:
         view[ids] = values
+    elif isinstance(ids, slice) and isinstance(rows, np.ndarray) and rows.size == 1:
+        view[:, rows[0]:rows[0] + 1] = values  # one row (a push's body): a basic slice, not a fancy index
     elif isinstance(ids, slice):
         view[:, rows] = values
     else:
