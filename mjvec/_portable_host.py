@@ -5,10 +5,13 @@ multiply-add and no reassociation). Every result is bit-identical to the generic
 (tests/test_portable.py and tests/test_rng.py compare them on special and random inputs; torch runs
 the generic formulas); they only cost less per call, and a large array one pass instead of a few dozen.
 
-The identities used (each exact in IEEE-754): for a positive normal double, frexp's mantissa
-times 2 is the double with its exponent field set to 1023, and frexp's mantissa itself is that
-number times 0.5; ldexp(1, k) is the double with exponent field k + 1023 for k in [-1022, 1023];
--x flips the sign bit; a + b == b + a and a * b == b * a bit for bit.
+The identities used (each exact in IEEE-754): a positive normal double's exponent field less
+1023 and the double with its exponent field set to 1023 are the generic formula's e and m (taken
+by bit casts, `mjvec._jit.float_bits` / `bits_float`, as the generic formula's views do), and m
+times 0.5 is exact; 2^k is the double with exponent field k + 1023 for k in [-1022, 1023]; -x
+flips the sign bit; a + b == b + a and a * b == b * a bit for bit. The per-element helpers use
+selects rather than branches and call no C library function, so the compiler vectorizes their
+loops (IEEE operations give the same result in a vector lane as in a scalar register).
 
 Preconditions are the caller's (`mjvec.portable` checks them and otherwise runs the generic
 formula): `log` takes positive normal finite float64 inputs, `exp` float64 inputs in
