@@ -220,3 +220,32 @@ def test_episodes_are_the_generic_functions_bits(obs_mode: str, num_envs: int,
     _generic(monkeypatch)
     monkeypatch.setattr(kernels, "state_applies", lambda state: False)
     assert _episode_digest(obs_mode, num_envs) == compiled
+
+
+def test_commit_is_the_generic_masked_copies() -> None:
+    """kernels.commit against step_terms.commit's numpy lines (a masked copy per state array): the
+    active rows take the new values (nan, signed zeros and extreme values included), the others keep
+    theirs; an array of another dtype makes it decline (False) and write nothing."""
+    from types import SimpleNamespace
+
+    from mjvec.xp import assign_where
+
+    env = _env(9, steps=20)
+    state = env.unwrapped.task_state
+    rng = np.random.default_rng(8)
+    names = ("lifted", "closest_fingertip_dist", "closest_keypoint_dist", "near_goal_steps", "successes", "progress")
+    fresh = {name: _adversarial(np.asarray(getattr(state, name)), rng) if getattr(state, name).dtype.kind == "f"
+             else rng.integers(0, 2, getattr(state, name).shape).astype(getattr(state, name).dtype) for name in names}
+    terms = SimpleNamespace(reward=_adversarial(rng.normal(size=9), rng), **fresh)
+    active = rng.random(9) < 0.6
+    want = {name: np.asarray(getattr(state, name)).copy() for name in (*names, "last_reward")}
+    for name in want:
+        assign_where(want[name], active.reshape(-1, *(1,) * (want[name].ndim - 1)),
+                     terms.reward if name == "last_reward" else getattr(terms, name))
+    assert kernels.commit(state, active, terms)
+    for name, w in want.items():
+        _assert_same(np.asarray(getattr(state, name)), w, name)
+    before = np.asarray(state.successes).copy()
+    assert not kernels.commit(state, active, SimpleNamespace(**{**vars(terms), "successes": terms.successes + 0.5}))
+    np.testing.assert_array_equal(state.successes, before)
+    env.close()

@@ -322,11 +322,12 @@ class SimToolRealEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         if self._critic:
             self._measured = measured
         commit(state, active, terms)
-        new_goal = Rows.of_mask(terms.success & ~terms.terminated)
-        if new_goal.any():
-            self._next_goal(new_goal)
-        finished = Rows.of_mask(active & (terms.terminated | terms.truncated))
-        if finished.any():
+        new_goal = terms.success & ~terms.terminated
+        if self.arrays.maybe(new_goal):  # (host: most steps reach no goal and end no episode)
+            self._next_goal(Rows.of_mask(new_goal))
+        finished = active & (terms.terminated | terms.truncated)
+        if self.arrays.maybe(finished):
+            finished = Rows.of_mask(finished)
             state.curriculum.finish(finished, finished.take(xp.astype(state.successes, xp.float64)))
         info = {
             "reward_terms": terms.reward_terms,

@@ -278,6 +278,35 @@ def evaluate(cfg: Any, indices: Any, state: Any, obj_z: np.ndarray, tip_dist: np
     return out
 
 
+@kernel
+def _commit_kernel(active: np.ndarray, lifted: np.ndarray, new_lifted: np.ndarray, tip: np.ndarray,
+                   new_tip: np.ndarray, kp: np.ndarray, new_kp: np.ndarray, near: np.ndarray, new_near: np.ndarray,
+                   successes: np.ndarray, new_successes: np.ndarray, progress: np.ndarray, new_progress: np.ndarray,
+                   last_reward: np.ndarray, reward: np.ndarray) -> None:
+    for e in range(active.shape[0]):
+        if active[e]:
+            lifted[e] = new_lifted[e]
+            for t in range(tip.shape[1]):
+                tip[e, t] = new_tip[e, t]
+            kp[e], near[e], successes[e] = new_kp[e], new_near[e], new_successes[e]
+            progress[e], last_reward[e] = new_progress[e], reward[e]
+
+
+def commit(state: Any, active: np.ndarray, terms: Any) -> bool:
+    """`step_terms.commit` in one pass where the state and the step's new values are the host arrays
+    `evaluate` makes (True), else nothing written (False): the active envs' rows take the new values."""
+    new = (terms.lifted, terms.closest_fingertip_dist, terms.closest_keypoint_dist, terms.near_goal_steps,
+           terms.successes, terms.progress, terms.reward)
+    old = (state.lifted, state.closest_fingertip_dist, state.closest_keypoint_dist, state.near_goal_steps,
+           state.successes, state.progress, state.last_reward)
+    if not (state_applies(state) and host_arrays((active,), (np.bool_,)) and all(
+            isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+            for a, b in zip(old, new, strict=True))):
+        return False
+    _commit_kernel(active, *(x for pair in zip(old, new, strict=True) for x in pair))
+    return True
+
+
 def joint_targets(actions: np.ndarray, prev: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, arm_step: float,
                   arm_moving_average: float, hand_moving_average: float, num_arm: int) -> np.ndarray:
     """`terms.compute_joint_targets` for float64 numpy inputs: (N, J), a new array."""

@@ -164,6 +164,8 @@ def reward_terms(cfg: SimToolRealConfig, approach: Array, lift: Array, just_lift
 
 def commit(state: TaskState, active: Array, terms: StepTerms) -> None:
     """Copy the step's new values into `state` for the evaluated (`active`) envs only."""
+    if kernels.commit(state, active, terms):  # host arrays: one compiled pass
+        return
     updates = (
         (state.lifted, terms.lifted), (state.closest_fingertip_dist, terms.closest_fingertip_dist),
         (state.closest_keypoint_dist, terms.closest_keypoint_dist), (state.near_goal_steps, terms.near_goal_steps),
