@@ -13,10 +13,10 @@ flips the sign bit; a + b == b + a and a * b == b * a bit for bit. The per-eleme
 selects rather than branches and call no C library function, so the compiler vectorizes their
 loops (IEEE operations give the same result in a vector lane as in a scalar register).
 
-Preconditions are the caller's (`mjvec.portable` checks them and otherwise runs the generic
-formula): `log` takes positive normal finite float64 inputs, `exp` float64 inputs in
-[_EXP_MIN, _EXP_MAX] (no nan), `sincos` finite float64 inputs of magnitude at most `SINCOS_MAX`.
-Inputs are never written.
+`log`, `exp` and `sincos` check their domains in the same call and answer None outside them
+(`mjvec.portable` then runs the generic formula): `log` takes positive normal finite float64
+inputs, `exp` float64 inputs in [_EXP_MIN, _EXP_MAX] (no nan), `sincos` finite float64 inputs of
+magnitude at most `SINCOS_MAX`. Inputs are never written.
 """
 
 from __future__ import annotations
@@ -130,24 +130,6 @@ def _sincos1(a: float) -> tuple[float, float]:
     sin_out = -sin_out if (q & 2) == 2 else sin_out
     cos_out = -cos_out if ((q + 1) & 2) == 2 else cos_out
     return sin_out, cos_out
-
-
-@kernel
-def _log_kernel(a: np.ndarray, out: np.ndarray) -> None:
-    for i in range(a.shape[0]):
-        out[i] = _log1(a[i])
-
-
-@kernel
-def _exp_kernel(a: np.ndarray, out: np.ndarray) -> None:
-    for i in range(a.shape[0]):
-        out[i] = _exp1(a[i])
-
-
-@kernel
-def _sincos_kernel(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> None:
-    for i in range(a.shape[0]):
-        sin_out[i], cos_out[i] = _sincos1(a[i])
 
 
 @inline
@@ -276,42 +258,23 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
 
 
-def log(a: np.ndarray) -> np.ndarray:
-    """Natural logarithm of positive normal finite float64 values (the generic formula's bits); a's shape."""
-    out = np.empty(a.shape)
-    _log_kernel(_flat(a), out.reshape(-1))
-    return out
-
-
-def exp(a: np.ndarray) -> np.ndarray:
-    """e^a for float64 a in [_EXP_MIN, _EXP_MAX] (the generic formula's bits); a's shape."""
-    out = np.empty(a.shape)
-    _exp_kernel(_flat(a), out.reshape(-1))
-    return out
-
-
-def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sin a, cos a) for finite float64 a, |a| <= SINCOS_MAX (the generic formula's bits); a's shape."""
-    sin_out, cos_out = np.empty(a.shape), np.empty(a.shape)
-    _sincos_kernel(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1))
-    return sin_out, cos_out
-
-
-def log_or_none(a: np.ndarray) -> np.ndarray | None:
-    """`log` of a non-empty float64 array if every element is in its domain, else None (one pass
-    checks, the next computes: `mjvec.portable.log`'s host path in one call)."""
+def log(a: np.ndarray) -> np.ndarray | None:
+    """The natural logarithm of a non-empty float64 array (the generic formula's bits; a's shape) if
+    every element is in the kernel's domain (positive, normal, finite), else None: one pass
+    checks, the next computes."""
     out = np.empty(a.shape)
     return out if a.size and _log_checked(_flat(a), out.reshape(-1)) else None
 
 
-def exp_or_none(a: np.ndarray) -> np.ndarray | None:
-    """`exp` of a non-empty float64 array if every element is in its domain, else None."""
+def exp(a: np.ndarray) -> np.ndarray | None:
+    """e^a of a non-empty float64 array if every element is in [_EXP_MIN, _EXP_MAX] (no nan), else None."""
     out = np.empty(a.shape)
     return out if a.size and _exp_checked(_flat(a), out.reshape(-1)) else None
 
 
-def sincos_or_none(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """`sincos` of a non-empty float64 array if every element is in its domain, else None."""
+def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sin a, cos a) of a non-empty float64 array if every element is finite with magnitude at most
+    SINCOS_MAX, else None."""
     sin_out, cos_out = np.empty(a.shape), np.empty(a.shape)
     if a.size and _sincos_checked(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1)):
         return sin_out, cos_out

@@ -115,18 +115,19 @@ def _prepare(x: Any) -> tuple[Any, Array, Any]:
     return xp, xp.astype(x, xp.float64), lambda r: xp.astype(r, dtype)
 
 
+def _compiled_or(x: Any, compiled: Any, generic: Any) -> Any:
+    """compiled(x) for a float64 numpy array in the host kernel's domain (one call, no wrapper; the
+    kernel answers None outside it), else generic(x)."""
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        out = compiled(x)
+        if out is not None:
+            return out
+    return generic(x)
+
+
 def _pow2(xp: Any, k: Array) -> Array:
     """2.0**k for int64 k in [-1022, 1023], from the exponent bits."""
     return ((k + 1023) << 52).view(xp.float64)
-
-
-def _within(a: np.ndarray, low: float, high: float, upper_open: bool = False) -> bool:
-    """True if a is non-empty and every element is in [low, high] ([low, high) with upper_open):
-    the inputs where `mjvec._portable_host`'s kernel computes the generic formula's bits (nan fails)."""
-    if a.size == 0:
-        return False
-    top = a.max()
-    return bool(a.min() >= low and (top < high if upper_open else top <= high))
 
 
 def _sign_bit(xp: Any, a: Array) -> Array:
@@ -138,18 +139,14 @@ def log(x: Array) -> Array:
     """Natural logarithm: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
     s = (m - 1) / (m + 1), and e ln 2 in two parts (the high part's product with e is exact).
     Subnormal inputs are scaled into the normal range first."""
-    if type(x) is np.ndarray and x.dtype == np.float64:  # the host kernel in one call, if in its domain
-        out = host.log_or_none(x)
-        if out is not None:
-            return out
-    return _log(x)
+    return _compiled_or(x, host.log, _log)
 
 
 @_quiet
 def _log(x: Array) -> Array:
     xp, a, back = _prepare(x)
-    fast = xp is np and _within(a, _TINY, math.inf, upper_open=True)
-    return back(host.log(a) if fast else _log64(xp, a))
+    out = host.log(a) if xp is np else None
+    return back(_log64(xp, a) if out is None else out)
 
 
 def _log64(xp: Any, a: Array) -> Array:
@@ -175,18 +172,14 @@ def _log64(xp: Any, a: Array) -> Array:
 def exp(x: Array) -> Array:
     """e^x = 2^k e^r with k = round(x / ln 2), r = x - k ln 2 (two-part ln 2), |r| <= ln 2 / 2;
     2^k applied as two factors so that results in the subnormal range round once."""
-    if type(x) is np.ndarray and x.dtype == np.float64:
-        out = host.exp_or_none(x)
-        if out is not None:
-            return out
-    return _exp(x)
+    return _compiled_or(x, host.exp, _exp)
 
 
 @_quiet
 def _exp(x: Array) -> Array:
     xp, a, back = _prepare(x)
-    fast = xp is np and _within(a, _EXP_MIN, _EXP_MAX)
-    return back(host.exp(a) if fast else _exp64(xp, a))
+    out = host.exp(a) if xp is np else None
+    return back(_exp64(xp, a) if out is None else out)
 
 
 def _exp64(xp: Any, a: Array) -> Array:
@@ -220,18 +213,14 @@ def _sincos64(xp: Any, a: Array) -> tuple[Array, Array]:
 
 def sincos(x: Array) -> tuple[Array, Array]:
     """(sin x, cos x) from one argument reduction: x = k pi/2 + r, pi/2 in three parts."""
-    if type(x) is np.ndarray and x.dtype == np.float64:
-        out = host.sincos_or_none(x)
-        if out is not None:
-            return out
-    return _sincos(x)
+    return _compiled_or(x, host.sincos, _sincos)
 
 
 @_quiet
 def _sincos(x: Array) -> tuple[Array, Array]:
     xp, a, back = _prepare(x)
-    fast = xp is np and _within(a, -host.SINCOS_MAX, host.SINCOS_MAX)
-    s, c = host.sincos(a) if fast else _sincos64(xp, a)
+    out = host.sincos(a) if xp is np else None
+    s, c = _sincos64(xp, a) if out is None else out
     return back(s), back(c)
 
 
