@@ -160,9 +160,16 @@ def _exp_checked(a: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
+@inline
+def in_sincos_domain(a: np.ndarray) -> bool:
+    """Every element finite and of magnitude at most SINCOS_MAX (nan is outside): where `_sincos1`
+    gives the generic formula's bits."""
+    return _inside(a, -SINCOS_MAX, SINCOS_MAX, False)
+
+
 @kernel
 def _sincos_checked(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> bool:
-    if not _inside(a, -SINCOS_MAX, SINCOS_MAX, False):
+    if not in_sincos_domain(a):
         return False
     for i in range(a.shape[0]):
         sin_out[i], cos_out[i] = _sincos1(a[i])

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from mjvec._jit import clip, inline, kernel
-from mjvec._portable_host import SINCOS_MAX, _sincos1
+from mjvec._portable_host import _sincos1, in_sincos_domain
 
 
 @inline
@@ -28,15 +28,6 @@ def rotate_row(q: np.ndarray, axis: np.ndarray, half: float, out: np.ndarray) ->
     out[1] = aw * bx + ax * bw + ay * bz - az * by
     out[2] = aw * by - ax * bz + ay * bw + az * bx
     out[3] = aw * bz + ax * by - ay * bx + az * bw
-
-
-@inline
-def in_sincos_domain(half: np.ndarray) -> bool:
-    """Every value finite and of magnitude at most SINCOS_MAX (nan is outside)."""
-    for i in range(half.shape[0]):
-        if not (-SINCOS_MAX <= half[i] <= SINCOS_MAX):
-            return False
-    return True
 
 
 @kernel

@@ -16,7 +16,8 @@ import numpy as np
 from gymnasium.vector import VectorEnv, VectorWrapper
 
 from mjvec._jit import host_arrays, kernel
-from mjvec._rotations_host import in_sincos_domain, rotate_row
+from mjvec._portable_host import in_sincos_domain
+from mjvec._rotations_host import rotate_row
 from mjvec.contract import (
     EnvHooks,
     ObjectPoseHooks,
