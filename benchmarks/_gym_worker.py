@@ -27,7 +27,8 @@ It answers one JSON line per JSON command line on stdin:
   backend's step and inside its mj_rnePostConstraint pass);
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
   plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
-  {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"};
+  {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"
+  (the replays the batch stepped: a NEXT_STEP autoreset is not stepped)};
 - {"cmd": "rss"}: {"peak": peak resident bytes of this process and its children (VmHWM, summed),
   "baseline": this process's resident bytes after imports, before the env was built};
 - {"cmd": "version"}: {"mujoco": the interpreter's mujoco version}; {"cmd": "quit"}.
@@ -191,11 +192,12 @@ class Side:
         return out
 
     def r1(self) -> dict[str, float]:
-        from benchmarks._replay import replay_seconds
+        from benchmarks._replay import replay_seconds, stepped_count
 
-        seconds, exact = replay_seconds(self.recorder.records, self.models, self.datas, self.frame_skip)
-        total = len(self.recorder.records) * len(self.models)
-        return {"seconds": seconds, "units": total * self.frame_skip, "exact": exact, "total": total}
+        records = self.recorder.records
+        seconds, exact = replay_seconds(records, self.models, self.datas, self.frame_skip)
+        units = len(records) * len(self.models) * self.frame_skip
+        return {"seconds": seconds, "units": units, "exact": exact, "total": stepped_count(records)}
 
 
 def _compiled_model(task: str, base: object) -> object:

@@ -25,6 +25,7 @@ _INPUTS = ("ctrl", "xfrc_applied", "mocap_pos", "mocap_quat")
 class _Record:
     state: np.ndarray  # (S, nstate) rows as the group batches hold them before the step
     inputs: dict[str, np.ndarray]  # (S, ...) the env's inputs, applied by the backend at the step
+    stepped: np.ndarray  # (S,) bool: the backend stepped the env (not skipped as a NEXT_STEP autoreset)
     qpos_after: np.ndarray | None = None
 
 
@@ -51,7 +52,7 @@ class StepRecorder:
         """Record the next step call."""
         self._armed = True
 
-    def _step(self, nstep: int = 1) -> np.ndarray:
+    def _step(self, nstep: int = 1, **kwargs: object) -> np.ndarray:
         be = self.backend
         record = None
         if self._armed:
@@ -59,9 +60,12 @@ class StepRecorder:
             state = np.empty((self.sample.size, self._state_views[0].shape[1]))
             for g, pos, rows in self._where:
                 state[pos] = self._state_views[g][rows]
-            record = _Record(state, {n: be.bind(n)[self.sample].copy() for n in _INPUTS})  # type: ignore[attr-defined]
+            skip = kwargs.get("skip")
+            stepped = np.ones(self.sample.size, bool) if skip is None else ~np.asarray(skip)[self.sample]
+            record = _Record(state, {n: be.bind(n)[self.sample].copy() for n in _INPUTS},  # type: ignore[attr-defined]
+                             stepped)
         t0 = time.perf_counter()
-        failed = self._inner(nstep)
+        failed = self._inner(nstep, **kwargs)
         self.step_seconds += time.perf_counter() - t0
         if record is not None:
             record.qpos_after = be.qpos[self.sample].copy()  # type: ignore[attr-defined]
@@ -74,7 +78,9 @@ def replay_seconds(records: list[_Record], models: list[mujoco.MjModel], datas: 
     """(seconds inside plain mj_step, replays bit-exact with the batch) over every record x sample.
 
     Sample-major order: each model and MjData stays hot in cache across its records (the
-    strictest r1 for the batch to be compared with).
+    strictest r1 for the batch to be compared with). Every record is timed; a sampled env the
+    batch skipped (a NEXT_STEP autoreset, `_Record.stepped`) is timed on its state too but has no
+    next state to match, so only stepped ones count as exact (`stepped_count` is their number).
     """
     total, exact = 0.0, 0
     for s, (m, d) in enumerate(zip(models, datas, strict=True)):
@@ -85,5 +91,10 @@ def replay_seconds(records: list[_Record], models: list[mujoco.MjModel], datas: 
             t0 = time.perf_counter()
             mujoco.mj_step(m, d, nstep)
             total += time.perf_counter() - t0
-            exact += bool(rec.qpos_after is not None and np.array_equal(d.qpos, rec.qpos_after[s]))
+            exact += bool(rec.stepped[s] and rec.qpos_after is not None and np.array_equal(d.qpos, rec.qpos_after[s]))
     return total, exact
+
+
+def stepped_count(records: list[_Record]) -> int:
+    """How many record x sample pairs the batch stepped (what `replay_seconds`' exact count is out of)."""
+    return int(sum(int(rec.stepped.sum()) for rec in records))

@@ -48,9 +48,9 @@ else:
     env = gym.make_vec(task, num_envs=n, num_threads=threads, randomization=preset)
 backend = env.unwrapped.backend
 inner, spent = backend.step, [0.0]
-def timed_step(nstep=1):
+def timed_step(nstep=1, **kwargs):
     t0 = time.perf_counter()
-    out = inner(nstep)
+    out = inner(nstep, **kwargs)
     spent[0] += time.perf_counter() - t0
     return out
 backend.step = timed_step

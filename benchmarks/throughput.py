@@ -32,7 +32,7 @@ import mujoco
 import numpy as np
 
 import mjvec
-from benchmarks._replay import StepRecorder, replay_seconds
+from benchmarks._replay import StepRecorder, replay_seconds, stepped_count
 from benchmarks._timing import interleaved_rates
 from benchmarks.plain_backend import make_plain_env
 from mjvec.randomization import DomainRandomization
@@ -91,7 +91,7 @@ class Case:
         """Seconds of plain single-thread mj_step replaying the latest e2e block's recorded steps."""
         seconds, exact = replay_seconds(self.recorder.records, self.models, self.datas, SUBSTEPS)
         self.exact[0] += exact
-        self.exact[1] += len(self.recorder.records) * len(self.models)
+        self.exact[1] += stepped_count(self.recorder.records)
         return seconds
 
     @property

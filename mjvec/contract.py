@@ -231,7 +231,7 @@ class EnvHooks(Protocol):
     add_action_transform(fn): ``fn(actions) -> actions`` on every validated (N, A) action batch of a
         step that will run (never on a refused step).
     autoresetting(): (N,) bool: the envs the running step autoresets instead of stepping (NEXT_STEP:
-        those done after the previous step; their physics this step is discarded, so a wrapper that
+        those done after the previous step; their physics this step is skipped or discarded, so a wrapper that
         draws for the step draws nothing for them).
     hook_registrations(): how many callbacks/slots are registered, by kind (all 0 once every
         wrapper is closed).

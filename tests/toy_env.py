@@ -166,8 +166,8 @@ def inject_fault(env: MjVecEnv, env_id: int, at_call: int) -> None:
     """Make backend.step report env `env_id` as failed on its `at_call`-th call from now."""
     original, count = env.backend.step, [0]
 
-    def step(nstep: int = 1) -> np.ndarray:
-        failed = original(nstep)
+    def step(nstep: int = 1, **kwargs: Any) -> np.ndarray:
+        failed = original(nstep, **kwargs)
         count[0] += 1
         if count[0] == at_call:
             failed = failed.copy()

@@ -126,6 +126,9 @@ class Capabilities:
     images: the `IMAGE_KINDS` this backend produces for camera observations: "depth" where it
         computes MuJoCo's sensors (see `Backend.sense`), "rgb" and "segmentation" where it has a
         batch renderer (`Backend.image_renderer`).
+    partial_step: `Backend.step` takes ``skip``, a (num_envs,) bool host mask of envs it leaves
+        unstepped (their state as it was, never reported failed); the env base passes the envs it
+        autoresets in that call, whose physics it would discard. False: every call steps every env.
     """
 
     backend: str
@@ -136,6 +139,7 @@ class Capabilities:
     inputs: frozenset[str] = STATE_INPUTS
     determinism: str = "none"
     images: frozenset[str] = frozenset()
+    partial_step: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.images) - set(IMAGE_KINDS))
@@ -362,8 +366,11 @@ class Backend(Protocol):
         effect at the next step. Everything is validated before anything is written."""
         ...
 
-    def step(self, nstep: int = 1) -> np.ndarray:
-        """Advance every env by `nstep` physics steps.
+    def step(self, nstep: int = 1, *, skip: np.ndarray | None = None) -> np.ndarray:
+        """Advance every env by `nstep` physics steps, except those of `skip`.
+
+        skip: None, or (only where `capabilities.partial_step`) a (num_envs,) bool host mask: those
+        envs are not stepped, keep their state and are not reported failed.
 
         Returns a (num_envs,) bool mask of envs whose simulation failed during this call (a
         MuJoCo error or a divergence warning). A failed env keeps a finite state; the caller

@@ -172,3 +172,17 @@ def check_reset_mask(model: mujoco.MjModel, mask: Any, state: Mapping[str, Any],
         raise ConfigError(
             f"a masked reset takes a ({num_envs},) bool mask and {wanted}; got {mask.dtype} {tuple(mask.shape)}, {got}"
         )
+
+
+def check_skip(skip: Any, capabilities: Capabilities, num_envs: int) -> np.ndarray:
+    """`Backend.step`'s ``skip`` as a (num_envs,) bool host array: CapabilityError on a backend that
+    steps every env, ConfigError for anything but such a mask."""
+    if not capabilities.partial_step:
+        raise CapabilityError(
+            f"the {capabilities.backend!r} backend steps every env (capabilities.partial_step is False), so "
+            "step() takes no skip mask; call step(nstep) and reset the envs to skip afterwards"
+        )
+    if not isinstance(skip, np.ndarray) or skip.dtype != np.bool_ or skip.shape != (num_envs,):
+        got = f"{skip.dtype} {skip.shape}" if isinstance(skip, np.ndarray) else type(skip).__name__
+        raise ConfigError(f"step(skip=...) takes a ({num_envs},) numpy bool mask of the envs not to step, got {got}")
+    return skip

@@ -82,7 +82,9 @@ class Engine(Protocol):
 
     def step(self, nstep: int) -> Any:
         """`nstep` physics steps of every row; the (num_envs,) bool mask of envs that failed (each
-        kept finite). Inputs were scattered; the backend gathers the outputs after."""
+        kept finite). Inputs were scattered; the backend gathers the outputs after. An engine whose
+        capabilities declare ``partial_step`` also takes ``skip``, a checked (num_envs,) bool host
+        mask of envs to leave unstepped (`Backend.step`)."""
 
     def reset(self, split: Split, state: Mapping[str, Any]) -> None:
         """mj_resetData for the rows of `split`, then every array of `state` (name -> (K, *tail),

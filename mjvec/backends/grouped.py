@@ -43,6 +43,7 @@ from mjvec.backends.checks import (
     check_reset_fields,
     check_reset_mask,
     check_reset_shapes,
+    check_skip,
     check_write,
     validate_env_ids,
 )
@@ -252,14 +253,17 @@ class GroupedBackend(Lifetime):
                                               self.num_envs, env_ids, index, values)
         self._views.assign_input(name, ids, rows, values)
 
-    def step(self, nstep: int = 1) -> Any:
-        """Advance every env by `nstep` physics steps; the (num_envs,) bool mask of envs whose step
-        failed (see the engine's backend class for where that mask lives and what a failed env keeps)."""
+    def step(self, nstep: int = 1, *, skip: np.ndarray | None = None) -> Any:
+        """Advance every env by `nstep` physics steps, except those of `skip` (`Backend.step`); the
+        (num_envs,) bool mask of envs whose step failed (see the engine's backend class for where that
+        mask lives and what a failed env keeps)."""
         self._check_open()
         nstep = require_int(nstep, "nstep", low=1)
+        if skip is not None:
+            skip = check_skip(skip, self._capabilities, self.num_envs)
         self._views.scatter_inputs()
         try:
-            return self._engine.step(nstep)
+            return self._engine.step(nstep) if skip is None else self._engine.step(nstep, skip)
         finally:  # also when the engine raises after stepping (a buffer overflow): the views stay true
             self._views.gather(inputs=False)
 

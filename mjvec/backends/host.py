@@ -92,9 +92,9 @@ class HostViews:
         for name, tensor in self._tensors.items():
             self._host[name][...] = tensor.detach().cpu().numpy()
 
-    def step(self, nstep: int = 1) -> np.ndarray:
+    def step(self, nstep: int = 1, *, skip: np.ndarray | None = None) -> np.ndarray:
         self._push()
-        failed = self._backend.step(nstep)
+        failed = self._backend.step(nstep) if skip is None else self._backend.step(nstep, skip=skip)
         self._pull()
         # The host waits for every step anyway: check the device's overflow flags each step too.
         check = getattr(self._backend, "check_overflow", None)

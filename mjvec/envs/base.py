@@ -53,7 +53,9 @@ The base does everything Gymnasium expects of a vector env:
   refused, before any state, queue or random stream moves (action transforms included); then the
   actions are clipped to the action space. Autoreset follows ``metadata["autoreset_mode"]``:
   NEXT_STEP (default): an env done at step t returns its terminal obs at t; at t+1 it is reset after
-  the physics step (its action is ignored) and returns its reset obs, reward 0, term = trunc = False.
+  the physics step (its action is ignored; a backend that declares ``partial_step``, the CPU one,
+  does not step it at all, the others step it and the reset discards that) and returns its reset
+  obs, reward 0, term = trunc = False.
   SAME_STEP: a done env is reset inside the done step; ``info["final_obs"]`` (dense (N, ...) numpy,
   rows meaningful where ``info["_final_obs"]``) holds its terminal obs as the policy would have seen
   it had the env not reset: the task's terminal obs through the observation transforms as a normal
@@ -68,7 +70,7 @@ The base does everything Gymnasium expects of a vector env:
   state). ``info["sim_error"]`` (bool, N) is in every step info. It is logged at WARNING on the host
   (on a device nothing is read back to log it). It is never reset again on the next step, in any
   mode. A failure during a NEXT_STEP autoreset step is ignored
-  (that step's physics is discarded for the env anyway).
+  (that step's physics is skipped or discarded for the env anyway).
 - Episode steps: ``episode_steps`` is the live (N,) int64 counter of each env's current episode
   (the state's namespace): the base zeroes it at every reset (before `_reset_envs`) and adds 1 for
   every env the task evaluates in a step (before `_evaluate`, so the task sees this step counted).
@@ -349,8 +351,7 @@ class MjVecEnv(StepMixin, TransformHooksMixin, RenderMixin, DeploymentMixin, Vec
         actions = self.transforms.on_actions(actions)
 
         self._apply_action(actions)
-        # An env autoreset this step has its physics discarded, so a failure there is moot.
-        failed = self.backend.step(self.frame_skip) & ~pending
+        failed = self._step_physics(pending)
         if self.camera_images is not None:
             self.camera_images.after_step()
         if bad is not None:  # device: non-finite action rows were zeroed; those envs end like failures

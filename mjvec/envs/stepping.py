@@ -36,6 +36,7 @@ class StepMixin:
     lifecycle: Lifecycle
     backend: Any
     num_envs: int
+    frame_skip: int
     observation_space: Any
     _checked: set[str]
     _task_info: Any
@@ -43,7 +44,7 @@ class StepMixin:
     def autoresetting(self) -> Any:
         """(N,) bool in the state's namespace: the envs the running step autoresets instead of
         stepping (NEXT_STEP: those that were done after the previous step; their physics this step
-        is discarded). All False in the other modes; outside a step, the last step's."""
+        is skipped or discarded). All False in the other modes; outside a step, the last step's."""
         return self.episodes.autoresetting
 
     def _refuse_done_envs(self) -> None:
@@ -56,6 +57,15 @@ class StepMixin:
                 f"envs {ids[:16].tolist()} are done and autoreset_mode is DISABLED; reset them first "
                 "with env.reset(options={'reset_mask': mask})"
             )
+
+    def _step_physics(self, pending: Any) -> Any:
+        """The backend's step of this control step; the (N,) mask of envs that failed in it, less
+        `pending` (the NEXT_STEP autoresets of this call: they are reset before anything reads their
+        state, so their physics is moot). On a backend that declares ``partial_step`` those envs are
+        not stepped at all (a host mask; they keep their state until the reset)."""
+        if self.arrays.host and self.backend.capabilities.partial_step and pending.any():
+            return self.backend.step(self.frame_skip, skip=pending) & ~pending
+        return self.backend.step(self.frame_skip) & ~pending
 
     def _reset_then_observe(self, reset: Any, needs_reset: Any, info: dict[str, Any]) -> Any:
         """NEXT_STEP / DISABLED: reset `reset` (pending autoresets, failures), add their reset info to

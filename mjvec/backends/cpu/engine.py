@@ -90,7 +90,8 @@ class CpuEngine:
     def capabilities(self, fields: Mapping[str, FieldSpec]) -> Capabilities:
         # mujoco.batch is bit-identical to a loop of mj_step at any thread count.
         return Capabilities(backend="cpu", fields=fields, array_namespace="numpy", device="cpu",
-                            exact_variants=True, determinism="bit_exact", images=frozenset({"depth"}))
+                            exact_variants=True, determinism="bit_exact", images=frozenset({"depth"}),
+                            partial_step=True)
 
     def start(self) -> None:
         """Nothing to load: a Batch is ready once built."""
@@ -152,39 +153,45 @@ class CpuEngine:
         except ValueError as error:
             raise ConfigError(f"cannot bind MjData field {name!r}: {error}") from error
 
-    def step(self, nstep: int) -> np.ndarray:
-        """Every sim's step; a failed sim (a MuJoCo error, or a divergence MuJoCo reset itself) is
+    def step(self, nstep: int, skip: np.ndarray | None = None) -> np.ndarray:
+        """Every sim's step but those of the envs in `skip` ((num_envs,) bool, None: none), which
+        keep their state; a failed sim (a MuJoCo error, or a divergence MuJoCo reset itself) is
         reported in the mask and keeps a finite state; the others are unaffected.
 
         With the sensor cadence on (`sense`), the substeps before the last run without MuJoCo's
         sensor stage and the last one with it only in the sims asked for: the same mj_step calls
         in the same order, so the same trajectory, without a camera's rays at every substep."""
+        rows = [None] * len(self._groups) if skip is None else [_stepped_rows(~skip[g.env_ids]) for g in self._groups]
         if self._sensor_flags is None:
-            failed, messages = self._step_groups(nstep, self._stage)
+            failed, messages = self._step_groups(nstep, self._stage, rows)
         else:
             failed = np.zeros(self._routing.group_of_env.size, bool)
             messages = []
             if nstep > 1:
                 self._set_sensing(None)
-                failed, messages = self._step_groups(nstep - 1, int(mujoco.mjtStage.mjSTAGE_NONE))
+                failed, messages = self._step_groups(nstep - 1, int(mujoco.mjtStage.mjSTAGE_NONE), rows)
             self._set_sensing(self._sensing)
-            last, more = self._step_groups(1, self._stage)
+            last, more = self._step_groups(1, self._stage, rows)
             failed |= last
             messages += more
         if self._rne is not None:
             for g in range(len(self.batches)):
-                self._rne.update(g)
+                if rows[g] is None or rows[g].size:
+                    self._rne.update(g, rows[g])
         if failed.any():  # DEBUG: the caller reports failures (the env logs one WARNING with env and global ids)
             log.debug("simulation failed in envs %s: %s", np.flatnonzero(failed).tolist(), messages)
         return failed
 
-    def _step_groups(self, nstep: int, stage: int) -> tuple[np.ndarray, list[str]]:
+    def _step_groups(self, nstep: int, stage: int, rows: list[np.ndarray | None]) -> tuple[np.ndarray, list[str]]:
+        """Step rows[g] of each group g (None: all of them; empty: none)."""
         failed = np.zeros(self._routing.group_of_env.size, bool)
         messages = []
-        for group, batch in zip(self._groups, self.batches, strict=True):
+        for group, batch, ids in zip(self._groups, self.batches, rows, strict=True):
+            if ids is not None and not ids.size:
+                continue
             before = batch.warning[:, _DIVERGENCE, 1].copy()
             try:
-                batch.step(nstep=nstep, stage=stage)
+                batch.step(ids, nstep=nstep, stage=stage)
             except mjb.SimulationError as error:  # those sims kept their state; the others ran
                 failed[group.env_ids[error.ids]] = True
                 messages.append(str(error))
@@ -244,3 +251,8 @@ class CpuEngine:
         # freeing one there would hang forever (even at interpreter exit). Keep them alive.
         for batch in self.batches:
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(batch))
+
+
+def _stepped_rows(keep: np.ndarray) -> np.ndarray | None:
+    """A group's rows to step from its (E_g,) keep mask: None for all of them, else ascending ids."""
+    return None if keep.all() else np.flatnonzero(keep)
