@@ -110,6 +110,25 @@ def test_second_task_opts_into_pushes_and_they_go_through_the_declared_input(mas
     assert seen["force"] > 0 and seen["torque"] > 0 and seen["only_one"] > 0 and not env.pushed[1]
 
 
+@pytest.mark.parametrize("stale", [5.0, -0.0], ids=["force", "negative_zero"])
+def test_a_step_without_pushes_still_clears_the_push_body_to_positive_zero(stale: float) -> None:
+    """The step skips its write of zeros only where every bit already is +0.0: a value someone else
+    wrote into the push body's xfrc_applied (even -0.0) is cleared as before."""
+    env = RandomPushes(PushableArm(2), prob_range=(0.5, 0.5))
+    base = env.unwrapped
+    base.allowed[:] = False  # nobody is pushed
+    env.reset(seed=1)
+    body = np.array([base.push_body_id])
+    xfrc = StateInput(base.backend, "xfrc_applied", who="test")
+    for t in range(3):
+        assert xfrc.is_zero(body)
+        xfrc.write(np.array([1]), body, np.full((1, 1, 6), stale))
+        assert not xfrc.is_zero(body)
+        env.step(actions(base.global_env_ids, t))
+        assert not base.backend.xfrc_applied[:, base.push_body_id].view(np.uint64).any()
+    assert not env.pushed.any()
+
+
 def test_state_input_refuses_undeclared_inputs_and_bad_values() -> None:
     env = ArmEnv(2)
     with pytest.raises(CapabilityError, match=r"writes the state input 'qacc'.*writable inputs are "

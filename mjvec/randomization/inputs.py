@@ -29,6 +29,14 @@ class StateInput:
             )
         self._backend, self.name = backend, name
 
+    def is_zero(self, index: np.ndarray) -> bool:
+        """True where the input of every env at rows `index` is host numpy holding +0.0 in every bit
+        (writing zeros there would change nothing); False on a device (nothing is read back)."""
+        view = self._backend.bind(self.name)
+        if not isinstance(view, np.ndarray):
+            return False
+        return not view[:, index].view(np.uint64).any()
+
     def write(self, env_ids: np.ndarray | None, index: np.ndarray | None, values: np.ndarray) -> None:
         """Set the input of envs `env_ids` (None: all) at rows `index` (None: whole tail) to `values`."""
         self._backend.write_input(self.name, env_ids, index, values)
