@@ -105,3 +105,5 @@ def _bernoulli(n: int) -> list[Fraction]:
 _TANH_SERIES = 0.25
 _TANH = [float(Fraction(2 ** (2 * n) * (2 ** (2 * n) - 1), math.factorial(2 * n)) * _bernoulli(2 * n)[2 * n])
          for n in range(2, 15)]
+
+_SPLITTER = 134217729.0  # 2^27 + 1: Veltkamp's split of a double into two 26-bit halves

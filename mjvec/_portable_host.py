@@ -1,4 +1,4 @@
-"""Compiled host kernels of `mjvec.portable`'s log, exp and sincos, and of `mjvec.rng`'s splitmix64
+"""Compiled host kernels of `mjvec.portable`'s log, exp, sincos and fma, and of `mjvec.rng`'s splitmix64
 words and Box-Muller transform: the SAME IEEE-754 operations, in the same order, as the namespace-generic formulas in
 `mjvec.portable`, one element at a time in one pass (`mjvec._jit`: no fast-math, so no fused
 multiply-add and no reassociation). Every result is bit-identical to the generic formula's
@@ -39,6 +39,7 @@ from mjvec._portable_constants import (
     _PIO2_2,
     _PIO2_3,
     _SIN,
+    _SPLITTER,
     _SQRT2,
     _TINY,
     _TWO_OVER_PI,
@@ -258,6 +259,38 @@ def words(keys: np.ndarray, ids: np.ndarray, tag: np.uint64, counters: np.ndarra
         out = np.empty((ids.shape[0], total), np.float64)
         _uniforms_kernel(keys, ids, np.uint64(tag), counters, np.uint64(total), float(uniform[0]),
                          float(uniform[1]), out)
+    return out
+
+
+@kernel
+def _fma_kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -> None:
+    """`mjvec.portable.fma`'s emulation, element by element: Dekker's product with Veltkamp's split,
+    Knuth's two-sums, then the round-to-odd correction (integer steps on the bits, as its views)."""
+    for i in range(out.shape[0]):
+        x, y, z = a[i], b[i], c[i]
+        p = x * y
+        cx, cy = _SPLITTER * x, _SPLITTER * y
+        xh, yh = cx - (cx - x), cy - (cy - y)
+        xl, yl = x - xh, y - yh
+        ul = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+        th = z + p
+        bb = th - z
+        tl = (z - (th - bb)) + (p - bb)
+        s = tl + ul
+        bs = s - tl
+        e = (tl - (s - bs)) + (ul - bs)
+        bits = float_bits(s)
+        step = 1 if (e > 0.0) == (s > 0.0) else -1
+        v = bits_float(bits + step) if (e != 0.0) and (bits & 1) == 0 else s
+        out[i] = th + v
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """`mjvec.portable.fma`'s bits for three float64 numpy arrays of one shape (any strides): a b + c
+    with one rounding, a's shape."""
+    out = np.empty(a.shape)
+    if a.size:
+        _fma_kernel(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
     return out
 
 

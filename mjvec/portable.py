@@ -56,6 +56,7 @@ from mjvec._portable_constants import (
     _PIO2_HI,
     _PIO2_LO,
     _SIN,
+    _SPLITTER,
     _SQRT2,
     _TANH,
     _TANH_SERIES,
@@ -316,7 +317,6 @@ def asin(x: Array) -> Array:
     return back(xp.where(inside, out, math.nan))
 
 
-_SPLITTER = 134217729.0  # 2^27 + 1: Veltkamp's split of a double into two 26-bit halves
 
 
 def _two_sum(xp: Any, a: Array, b: Array) -> tuple[Array, Array]:
@@ -335,7 +335,6 @@ def _two_product(a: Array, b: Array) -> tuple[Array, Array]:
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@_quiet
 def fma(a: Array, b: Array, c: Array) -> Array:
     """a b + c with one rounding, as a fused multiply-add instruction computes it.
 
@@ -345,17 +344,28 @@ def fma(a: Array, b: Array, c: Array) -> Array:
     into the subnormal range (|a b|, |c| in about [1e-290, 1e290]); float32 inputs are computed in
     float64, exactly, then rounded once.
     """
+    if all(type(x) is np.ndarray and x.dtype == np.float64 for x in (a, b, c)) and a.shape == b.shape == c.shape:
+        return host.fma(a, b, c)  # the same operations in one compiled pass (no numpy warnings to silence)
+    return _fma(a, b, c)
+
+
+@_quiet
+def _fma(a: Array, b: Array, c: Array) -> Array:
     xp, aa, back = _prepare(a)
-    ba, ca = _prepare(b)[1], _prepare(c)[1]
-    uh, ul = _two_product(aa, ba)
-    th, tl = _two_sum(xp, ca, uh)
+    return back(_fma64(xp, aa, _prepare(b)[1], _prepare(c)[1]))
+
+
+def _fma64(xp: Any, a: Array, b: Array, c: Array) -> Array:
+    """`fma` of float64 arrays in namespace xp (the generic formula)."""
+    uh, ul = _two_product(a, b)
+    th, tl = _two_sum(xp, c, uh)
     s, e = _two_sum(xp, tl, ul)
     # s = RN(tl + ul) and e its exact error: s is RO(tl + ul) unless inexact with an even last bit,
     # then RO is the other neighbour, one step toward the exact sum.
     even = (s.view(xp.int64) & 1) == 0
     toward = s.view(xp.int64) + xp.where((e > 0.0) == (s > 0.0), 1, -1)
     v = xp.where((e != 0.0) & even, toward.view(xp.float64), s)
-    return back(th + v)
+    return th + v
 
 
 def each(function: Any, *arrays: Array) -> tuple[Any, ...]:

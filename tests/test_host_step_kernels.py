@@ -52,3 +52,21 @@ def test_the_noise_add_is_numpys_float32_add_on_the_block_only() -> None:
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(np.where(np.isnan(want), 0, got.view(np.int32)),
                                   np.where(np.isnan(want), 0, want.view(np.int32)))
+
+
+def test_the_mass_center_kernel_is_gymnasiums_expression_per_env() -> None:
+    """Humanoid-v5's mass centre, compiled, against Gymnasium's own line run on each env alone:
+    ``(np.sum(mass * xipos, axis=0) / np.sum(mass))[0:2]``, with per-env (randomized) masses, large
+    and small positions, and the kept total given or not."""
+    from mjvec.tasks.gym_mujoco.terms import mass_center
+
+    rng = np.random.default_rng(8)
+    n, nbody = 300, 14
+    masses = rng.uniform(0.0, 8.0, (n, nbody)) * rng.choice([1e-3, 1.0, 1e3], (n, 1))
+    masses[:, 0] = 0.0  # the world body
+    xipos = rng.normal(size=(n, nbody, 3)) * rng.choice([1e-6, 1.0, 1e6], (n, nbody, 1))
+    want = np.stack([(np.sum(masses[e][:, None] * xipos[e], axis=0) / np.sum(masses[e][:, None]))[0:2]
+                     for e in range(n)])
+    for got in (mass_center(masses, xipos), mass_center(masses, xipos, masses.sum(axis=1, keepdims=True))):
+        assert got.shape == (n, 2)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))

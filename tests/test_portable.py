@@ -228,6 +228,31 @@ def test_numpy_kernels_give_the_generic_formulas_bits() -> None:
     assert host.log(np.array(2.0)).shape == () and host.sincos(np.array(1.0))[0].shape == ()
 
 
+def test_the_fma_kernel_gives_the_generic_formulas_bits_on_every_input() -> None:
+    """mjvec._portable_host.fma runs `fma`'s emulation op for op, so its bits equal the generic
+    formula's on ANY float64 input (no domain): random bit patterns, a grid of special values
+    (zeros, infinities, nan, subnormals, extremes) and strided column views, as Gymnasium's
+    distance_from_origin passes them."""
+    from mjvec import _portable_host as host
+
+    def any_bits(seed: int, n: int) -> np.ndarray:
+        return np.random.default_rng(seed).integers(-(2**63), 2**63 - 1, n, dtype=np.int64).view(np.float64)
+
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-300, 1e300, 1.0, -1.0,
+                        np.finfo(np.float64).tiny, np.finfo(np.float64).max, 1.0 + 2.0**-52, 3.0])
+    grid = np.array(np.meshgrid(special, special, special)).reshape(3, -1)
+    rng = np.random.default_rng(5)
+    columns = rng.uniform(-3, 3, (5000, 4))
+    cases = [(any_bits(1, 50000), any_bits(2, 50000), any_bits(3, 50000)), tuple(grid),
+             (rng.uniform(-3, 3, 50000), rng.uniform(-3, 3, 50000), rng.uniform(-9, 9, 50000)),
+             (columns[:, 1], columns[:, 1], columns[:, 0] * columns[:, 0])]
+    with np.errstate(all="ignore"):
+        for a, b, c in cases:
+            np.testing.assert_array_equal(_bits(host.fma(a, b, c)), _bits(P._fma64(np, a, b, c)))
+            np.testing.assert_array_equal(_bits(P.fma(a, b, c)), _bits(P._fma64(np, a, b, c)))
+    assert P.fma(np.float32(3.0), np.float32(2.0), np.float32(1.0)).dtype == np.float32  # float32: generic
+
+
 def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
     """One subnormal, zero, negative, inf or nan (log), one value beyond the exponent range (exp), or
     one non-finite value or one beyond the exact reduction count (sincos) sends the whole call to

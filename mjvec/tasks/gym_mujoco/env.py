@@ -102,6 +102,7 @@ class GymMujocoEnv(DeploymentHooks, MjVecEnv):
         self._before: np.ndarray = np.zeros(n if task.planar else (n, 2))
         self._cost_input = np.zeros((n, model.nu), np.float32)
         self._masses: np.ndarray | None = None
+        self._mass_total: np.ndarray | None = None
         self._mass_version = -1
         self._pending: dict[str, np.ndarray] = {}
 
@@ -195,6 +196,7 @@ class GymMujocoEnv(DeploymentHooks, MjVecEnv):
         version = self.backend.field_version("body_mass")
         if version != self._mass_version:
             self._masses = np.asarray(self.backend.field_values("body_mass"), np.float64)
+            self._mass_total = self._masses.sum(axis=1, keepdims=True)
             self._mass_version = version
 
     def _root_position(self) -> np.ndarray:
@@ -203,7 +205,7 @@ class GymMujocoEnv(DeploymentHooks, MjVecEnv):
             return self.backend.qpos[:, 0].copy()
         if self.task.velocity == "body":
             return self._views["xpos"][:, self._main_body, :2].copy()
-        return gym_terms.mass_center(self._masses, self._views["xipos"])
+        return gym_terms.mass_center(self._masses, self._views["xipos"], self._mass_total)
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         task, opts, qpos, qvel = self.task, self.opts, self.backend.qpos, self.backend.qvel

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from mjvec import portable
+from mjvec._jit import host_arrays, kernel
 
 __all__ = [
     "ant_contact_cost",
@@ -44,17 +45,34 @@ def humanoid_contact_cost(weight: float, cfrc_ext: np.ndarray, cost_range: tuple
     return np.clip(total, cost_range[0], cost_range[1])
 
 
-def mass_center(body_mass: np.ndarray, xipos: np.ndarray) -> np.ndarray:
+def mass_center(body_mass: np.ndarray, xipos: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
     """Humanoid's ``mass_center``: the (N, 2) xy of the mass-weighted mean of the bodies' inertial frames.
 
-    body_mass: (N, nbody) each env's own masses (randomized ones included); xipos: (N, nbody, 3).
-    Gymnasium's ``np.sum(mass * xipos, axis=0)`` adds the bodies' rows one after another; so does
-    the loop here (a reduction over the middle axis could take numpy's pairwise order instead).
+    body_mass: (N, nbody) each env's own masses (randomized ones included); xipos: (N, nbody, 3);
+    total: None, or ``body_mass.sum(axis=1, keepdims=True)`` kept from an earlier call (the masses
+    change only when written). Gymnasium's ``np.sum(mass * xipos, axis=0)`` adds the bodies' rows
+    one after another; so does the loop here (a reduction over the middle axis could take numpy's
+    pairwise order instead), compiled for float64 host arrays (the same operations, so the same bits).
     """
+    total = body_mass.sum(axis=1, keepdims=True) if total is None else total
+    if host_arrays((body_mass, xipos, total), (np.float64,)):
+        out = np.empty((body_mass.shape[0], 2))
+        _mass_center_kernel(body_mass, xipos, total, out)
+        return out
     num = body_mass[:, 0, None] * xipos[:, 0]
     for b in range(1, body_mass.shape[1]):
         num = num + body_mass[:, b, None] * xipos[:, b]
-    return (num / body_mass.sum(axis=1, keepdims=True))[:, 0:2]
+    return (num / total)[:, 0:2]
+
+
+@kernel
+def _mass_center_kernel(body_mass: np.ndarray, xipos: np.ndarray, total: np.ndarray, out: np.ndarray) -> None:
+    for e in range(out.shape[0]):
+        for k in range(2):
+            num = body_mass[e, 0] * xipos[e, 0, k]
+            for b in range(1, body_mass.shape[1]):
+                num = num + body_mass[e, b] * xipos[e, b, k]
+            out[e, k] = num / total[e, 0]
 
 
 def distance_from_origin(qpos: np.ndarray) -> np.ndarray:
