@@ -32,8 +32,12 @@ from mjvec.errors import ConfigError, FieldWriteError
 
 log = logging.getLogger(__name__)
 
-_DIVERGENCE = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
-               int(mujoco.mjtWarning.mjWARN_BADQACC)]
+# The warnings MuJoCo raises when it resets a diverging simulation. Adjacent in mjtWarning (then a
+# basic slice of a Batch's (nsim, mjNWARNING, 2) counters: a view, not a fancy-index copy).
+_DIVERGENCE_IDS = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                                          mujoco.mjtWarning.mjWARN_BADQACC))
+_DIVERGENCE: slice | list[int] = (slice(_DIVERGENCE_IDS[0], _DIVERGENCE_IDS[-1] + 1)
+                                  if _DIVERGENCE_IDS[-1] - _DIVERGENCE_IDS[0] == 2 else _DIVERGENCE_IDS)
 _NO_SENSORS = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
 # Every expandable field and option of mujoco.batch: what may differ per env within one group.
 PER_ENV_FIELDS = frozenset(mjb.MODEL_FIELDS)
@@ -204,8 +208,9 @@ class CpuEngine:
                 failed[group.env_ids[error.ids]] = True
                 messages.append(str(error))
             # MuJoCo resets a diverging simulation itself (and warns); count that as a failure.
-            diverged = (batch.warning[:, _DIVERGENCE, 1] > before).any(axis=1)
-            failed[group.env_ids[diverged]] = True
+            grew = batch.warning[:, _DIVERGENCE, 1] > before
+            if grew.any():
+                failed[group.env_ids[grew.any(axis=1)]] = True
         return failed, messages
 
     # ---- the sensor cadence -----------------------------------------------------------------
