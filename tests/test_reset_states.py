@@ -50,19 +50,38 @@ def _count_resets(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize("rne", [False, True], ids=["remembered", "persistent_batch"])
+@pytest.mark.parametrize("rne", [False, True], ids=["batch", "persistent_batch"])
 def test_resets_match_mj_resetData_also_after_a_mocap_body_moves(rne: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lockstep with one plain MjData per env (mj_step, mj_resetData + state + mj_forward), every
+    state and output compared after every step and every reset."""
     be = _backend(6, rne=rne)
     for name in FIELDS:  # outputs are copied out from the call after they are bound
         be.bind(name)
     calls = _count_resets(monkeypatch)
     models = [_with_mocap(int(v)).compile() for v in be.variant_of_env]
+    datas = [_oracle_reset(m, be.qpos[i], be.qvel[i]) for i, m in enumerate(models)]
+    be.reset(np.arange(6), be.qpos.copy(), be.qvel.copy())
     rng = np.random.default_rng(0)
     target = models[0].body("target").id
+    names = FIELDS + (("cfrc_ext",) if rne else ())
+
+    def compare(when: str) -> None:
+        for i, (m, d) in enumerate(zip(models, datas, strict=True)):
+            if rne:
+                mujoco.mj_rnePostConstraint(m, d)
+            for name in names:
+                np.testing.assert_array_equal(be.bind(name)[i], getattr(d, name), err_msg=f"{name} env {i} {when}")
+
     for it in range(8):
         ids = np.array([1, 4]) if it % 2 else np.array([1, 2, 4])
-        be.ctrl[:] = rng.uniform(-1, 1, be.ctrl.shape)
+        ctrl = rng.uniform(-1, 1, be.ctrl.shape)
+        be.ctrl[:] = ctrl
         be.step(3)
+        for i, (m, d) in enumerate(zip(models, datas, strict=True)):
+            d.ctrl[:] = ctrl[i]
+            mujoco.mj_step(m, d, 3)
+        if not rne:  # a step's outputs are its last substep's start, as mj_step leaves them
+            compare(f"after step {it}")
         if it == 5:  # moves what mj_resetData writes into mocap_pos, in env 4 only
             pos = np.array([[[0.3, 0.3, 0.9]]])
             be.write_fields([FieldWrite("body_pos", np.array([4]), np.array([target]), pos)])
@@ -71,10 +90,10 @@ def test_resets_match_mj_resetData_also_after_a_mocap_body_moves(rne: bool, monk
         qvel = rng.uniform(-0.2, 0.2, (ids.size, models[0].nv))
         be.reset(ids, qpos, qvel)
         for k, i in enumerate(ids):
-            data = _oracle_reset(models[i], qpos[k], qvel[k])
-            for name in FIELDS:
-                np.testing.assert_array_equal(be.bind(name)[i], getattr(data, name), err_msg=f"{name} env {i} it {it}")
+            datas[i] = _oracle_reset(models[i], qpos[k], qvel[k])
+        compare(f"after reset {it}")
     assert np.array_equal(be.bind("mocap_pos")[4, 0], [0.3, 0.3, 0.9])
-    # remembered: mj_resetData ran only at the first reset (3 envs) and at the first one after env
-    # 4's write (the 2 envs reset with it); a persistent batch runs it at every reset
-    assert calls == ([3, 2] * 4 if rne else [3, 2])
+    assert np.abs(be.qvel).max() > 0.05
+    # remembered: mj_resetData ran only at the first reset (all 6 envs, one call per variant group)
+    # and at the first one after env 4's write (the 2 envs reset with it), in a persistent batch too
+    assert sum(calls[:-1]) == 6 and len(calls) == be.num_groups + 1 and calls[-1] == 2

@@ -22,7 +22,7 @@ import numpy as np
 
 from mjvec.backends import fields as backend_fields
 from mjvec.backends.base import Capabilities, FieldSpec
-from mjvec.backends.cpu.reset_states import ResetStates
+from mjvec.backends.cpu.reset_states import ResetStates, remembers_resets
 from mjvec.backends.cpu.rne_post import RnePostConstraint
 from mjvec.backends.cpu.setconst import PerEnvSetConst, batch_rows, exact_batch_set_const
 from mjvec.backends.engine import Checked, Split
@@ -85,7 +85,7 @@ class CpuEngine:
         if self._persistent:
             self._rne = RnePostConstraint([g.template for g in groups], self.batches)
         # Resets write each sim's remembered mj_resetData row where that is exact (reset_states.py).
-        self._reset_states = [None if self._persistent or g.template.nplugin else ResetStates(b)
+        self._reset_states = [ResetStates(b) if remembers_resets(g.template) else None
                               for g, b in zip(groups, self.batches, strict=True)]
         # Per group: None where Batch.set_const is exact, else the per-env recompute (see setconst.py).
         self._per_env_set_const: list[PerEnvSetConst | None] = []

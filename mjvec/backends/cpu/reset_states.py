@@ -1,17 +1,21 @@
 """`ResetStates`: each simulation's state right after mj_resetData, remembered, so that a reset of a
-non-persistent `mujoco.batch.Batch` can write that row instead of running mj_resetData again.
+`mujoco.batch.Batch` simulation can write that row instead of running mj_resetData again.
 
 Why: a Batch's reset runs mj_resetData on an MjData, which clears the whole data buffer (about
 half a megabyte for Gymnasium's locomotion models), and right after a step's physics that memory is
 out of cache: tens of microseconds per reset env, a third of the reset cost of an env at 64 envs.
 
-Why it is exact: a non-persistent Batch keeps nothing of a simulation but its mjSTATE_INTEGRATION
-row (its MjData serve every simulation in turn), so mj_resetData's effect on a simulation is that
-row's value, which depends on the simulation's model alone. The row is recorded from a real
-mj_resetData (`Batch.reset`) the first time a simulation resets, and forgotten whenever its model
-changes (`forget`: every model write of the engine calls it), so the next reset records it anew. Not
-used for persistent Batches (their MjData is per simulation and holds more than the row) or models
-with plugins (whose reset may keep state outside the row).
+Why it is exact: mj_resetData's effect on what a simulation computes next is its
+mjSTATE_INTEGRATION row, which depends on the simulation's model alone. A non-persistent Batch keeps
+nothing else of a simulation (its MjData serve every simulation in turn). A persistent Batch keeps
+one MjData per simulation, but every reset is followed by a forward of those simulations, which
+recomputes from the row everything a step or an output reads (positions, contacts, constraints,
+forces); only sleeping and IPC keep state of their own there, so models that enable either (or have
+plugins, whose reset may keep state outside the row) do not use this (`remembers_resets`). The row
+is recorded from a real mj_resetData (`Batch.reset`) the first time a simulation resets, and
+forgotten whenever its model changes (`forget`: every model write of the engine calls it), so the
+next reset records it anew. tests/test_reset_states.py checks both kinds of Batch against plain
+mj_resetData + state + mj_forward (+ mj_rnePostConstraint).
 """
 
 from __future__ import annotations
@@ -23,8 +27,16 @@ import numpy as np
 _NO_STAGE = int(mujoco.mjtStage.mjSTAGE_NONE)
 
 
+_OWN_STATE = int(mujoco.mjtEnableBit.mjENBL_SLEEP) | int(mujoco.mjtEnableBit.mjENBL_IPC)
+
+
+def remembers_resets(model: mujoco.MjModel) -> bool:
+    """Whether resets of `model`'s simulations may write remembered rows (see the module docstring)."""
+    return not model.nplugin and not int(model.opt.enableflags) & _OWN_STATE
+
+
 class ResetStates:
-    """The remembered mj_resetData rows of one non-persistent Batch (see the module docstring)."""
+    """The remembered mj_resetData rows of one Batch (see the module docstring)."""
 
     def __init__(self, batch: mjb.Batch) -> None:
         self._batch = batch
