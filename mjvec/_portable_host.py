@@ -287,7 +287,8 @@ def _fma_kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) ->
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """`mjvec.portable.fma`'s bits for three float64 numpy arrays of one shape (any strides): a b + c
-    with one rounding, a's shape."""
+    with one rounding, a's shape. No domain: the same operations give the same bits on any input
+    (a nan result's payload may differ, as between any two compilations of one formula)."""
     out = np.empty(a.shape)
     if a.size:
         _fma_kernel(a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1))
