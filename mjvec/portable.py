@@ -317,8 +317,6 @@ def asin(x: Array) -> Array:
     return back(xp.where(inside, out, math.nan))
 
 
-
-
 def _two_sum(xp: Any, a: Array, b: Array) -> tuple[Array, Array]:
     """s + e = a + b exactly, s = fl(a + b) (Knuth)."""
     s = a + b

@@ -97,3 +97,19 @@ def test_resets_match_mj_resetData_also_after_a_mocap_body_moves(rne: bool, monk
     # remembered: mj_resetData ran only at the first reset (all 6 envs, one call per variant group)
     # and at the first one after env 4's write (the 2 envs reset with it), in a persistent batch too
     assert sum(calls[:-1]) == 6 and len(calls) == be.num_groups + 1 and calls[-1] == 2
+
+
+def test_models_that_keep_state_of_their_own_reset_for_real_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sleeping keeps state in each MjData beside the row: such a model never writes remembered rows."""
+    from mjvec.backends.cpu.reset_states import ResetStates, remembers_resets
+
+    model = _with_mocap(0).compile()
+    assert remembers_resets(model)
+    model.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_SLEEP)
+    assert not remembers_resets(model)
+    batch = mjb.Batch(model, 3, 1, persistent=True)
+    calls = _count_resets(monkeypatch)
+    states = ResetStates(batch, remembers_resets(model))
+    for _ in range(3):
+        states.reset(np.array([0, 2], np.int32))
+    assert calls == [2, 2, 2]

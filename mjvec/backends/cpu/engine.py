@@ -67,7 +67,7 @@ class CpuEngine:
         self._persistent = bool(rne_post_constraint)
         self.batches: list[mjb.Batch] = []
         self._rne: RnePostConstraint | None = None
-        self._reset_states: list[ResetStates | None] = []
+        self._reset_states: list[ResetStates] = []
         # The sensor cadence (`sense`): per group, the sims' expanded opt.disableflags, the
         # template's flags, and which sims compute sensors in the last substep of the next step.
         self._sensor_flags: list[np.ndarray] | None = None
@@ -85,7 +85,7 @@ class CpuEngine:
         if self._persistent:
             self._rne = RnePostConstraint([g.template for g in groups], self.batches)
         # Resets write each sim's remembered mj_resetData row where that is exact (reset_states.py).
-        self._reset_states = [ResetStates(b) if remembers_resets(g.template) else None
+        self._reset_states = [ResetStates(b, remembers_resets(g.template))
                               for g, b in zip(groups, self.batches, strict=True)]
         # Per group: None where Batch.set_const is exact, else the per-env recompute (see setconst.py).
         self._per_env_set_const: list[PerEnvSetConst | None] = []
@@ -134,9 +134,7 @@ class CpuEngine:
     def write(self, g: int, name: str, rows: np.ndarray, index: np.ndarray | None, values: np.ndarray) -> None:
         # Expanding on first write: an expanded field is copied into the worker's model for every sim.
         target = self.batches[g].expand(batch_field(name))
-        states = self._reset_states[g]
-        if states is not None:  # mj_resetData's row may depend on the field (qpos0, a mocap body's pos)
-            states.forget(rows)
+        self._reset_states[g].forget(rows)  # mj_resetData's row may depend on it (qpos0, a mocap body's pos)
         if index is None:
             target[rows] = values
         else:
@@ -236,11 +234,8 @@ class CpuEngine:
 
     def reset(self, split: Split, state: Mapping[str, Any]) -> None:
         for g, pos, rows in split:
-            batch, states = self.batches[g], self._reset_states[g]
-            if states is None:
-                batch.reset(rows, stage=int(mujoco.mjtStage.mjSTAGE_NONE))
-            else:
-                states.reset(rows)
+            batch = self.batches[g]
+            self._reset_states[g].reset(rows)
             for name, values in state.items():
                 batch.bind(name)[rows] = values[pos]
             self._sense_rows(g, rows)

@@ -25,8 +25,6 @@ import mujoco.batch as mjb
 import numpy as np
 
 _NO_STAGE = int(mujoco.mjtStage.mjSTAGE_NONE)
-
-
 _OWN_STATE = int(mujoco.mjtEnableBit.mjENBL_SLEEP) | int(mujoco.mjtEnableBit.mjENBL_IPC)
 
 
@@ -36,11 +34,12 @@ def remembers_resets(model: mujoco.MjModel) -> bool:
 
 
 class ResetStates:
-    """The remembered mj_resetData rows of one Batch (see the module docstring)."""
+    """The resets of one Batch: remembered mj_resetData rows where `remember` (see the module
+    docstring), else always a real mj_resetData."""
 
-    def __init__(self, batch: mjb.Batch) -> None:
-        self._batch = batch
-        self._rows: np.ndarray | None = None  # (nsim, nstate), allocated at the first reset
+    def __init__(self, batch: mjb.Batch, remember: bool) -> None:
+        self._batch, self._remember = batch, remember
+        self._rows: np.ndarray | None = None  # (nsim, nstate), allocated at the first remembered reset
         self._known = np.zeros(batch.nsim, bool)
 
     def reset(self, rows: np.ndarray) -> None:
@@ -51,6 +50,8 @@ class ResetStates:
             state[rows] = self._rows[rows]
             return
         self._batch.reset(rows, stage=_NO_STAGE)
+        if not self._remember:
+            return
         if self._rows is None:
             self._rows = np.empty_like(state)
         self._rows[rows] = state[rows]
