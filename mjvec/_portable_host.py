@@ -1,4 +1,4 @@
-"""Compiled host kernels of `mjvec.portable`'s log, exp, sincos and fma, and of `mjvec.rng`'s splitmix64
+"""Compiled host kernels of `mjvec.portable`'s log, exp, sincos, atan2, hypot and fma, and of `mjvec.rng`'s splitmix64
 words and Box-Muller transform: the SAME IEEE-754 operations, in the same order, as the namespace-generic formulas in
 `mjvec.portable`, one element at a time in one pass (`mjvec._jit`: no fast-math, so no fused
 multiply-add and no reassociation). Every result is bit-identical to the generic formula's
@@ -13,10 +13,10 @@ flips the sign bit; a + b == b + a and a * b == b * a bit for bit. The per-eleme
 selects rather than branches and call no C library function, so the compiler vectorizes their
 loops (IEEE operations give the same result in a vector lane as in a scalar register).
 
-`log`, `exp` and `sincos` check their domains in the same call and answer None outside them
+`log`, `exp`, `sincos` and `atan2` check their domains in the same call and answer None outside them
 (`mjvec.portable` then runs the generic formula): `log` takes positive normal finite float64
 inputs, `exp` float64 inputs in [_EXP_MIN, _EXP_MAX] (no nan), `sincos` finite float64 inputs of
-magnitude at most `SINCOS_MAX`. Inputs are never written.
+magnitude at most `SINCOS_MAX`, `atan2` finite float64 inputs. Inputs are never written.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ import math
 
 import numpy as np
 
-from mjvec._jit import bits_float, float_bits, inline, kernel
+from mjvec._jit import bits_float, float_bits, inline, kernel, maximum, minimum
 from mjvec._portable_constants import (
+    _ATAN,
+    _ATAN_EIGHTHS,
     _COS,
     _EXP,
     _EXP_MAX,
@@ -35,9 +37,13 @@ from mjvec._portable_constants import (
     _LN2_HI,
     _LN2_LO,
     _LOG,
+    _PI_HI,
+    _PI_LO,
     _PIO2_1,
     _PIO2_2,
     _PIO2_3,
+    _PIO2_HI,
+    _PIO2_LO,
     _SIN,
     _SPLITTER,
     _SQRT2,
@@ -51,6 +57,9 @@ _LOG_C = np.array(_LOG)
 _EXP_C = np.array(_EXP)
 _SIN_C = np.array(_SIN)
 _COS_C = np.array(_COS)
+_ATAN_C = np.array(_ATAN)
+_ATAN_HI = np.array([hi for hi, _ in _ATAN_EIGHTHS])
+_ATAN_LO = np.array([lo for _, lo in _ATAN_EIGHTHS])
 _TWO_POW_M32 = 1.0 / 4294967296.0
 _TURN_PER_WORD = 2.0 * math.pi * _TWO_POW_M32  # radians per unit of a 32-bit angle word
 _LOW_WORD = np.uint64(0xFFFFFFFF)
@@ -175,6 +184,46 @@ def _sincos_checked(a: np.ndarray, sin_out: np.ndarray, cos_out: np.ndarray) -> 
     for i in range(a.shape[0]):
         sin_out[i], cos_out[i] = _sincos1(a[i])
     return True
+
+
+@inline
+def atan2_1(y: float, x: float) -> float:
+    """`mjvec.portable.atan2` of one pair of finite float64 values, op for op (its docstring states
+    the method): the octant's 0/1 factors are multiplied in as the generic formula's masks are."""
+    ax, ay = abs(x), abs(y)
+    hi, lo = maximum(ax, ay), minimum(ax, ay)
+    a = lo / (hi if hi > 0.0 else 1.0)
+    jf = np.floor(a * 8.0 + 0.5)
+    c = jf * 0.125
+    t = (a - c) / (1.0 + a * c)
+    z = t * t
+    j = np.int64(jf)
+    small = (t + t * z * _horner(z, _ATAN_C)) + _ATAN_LO[j]
+    steep = ay > ax
+    reflect = float_bits(x) < 0 and (x != 0.0 or ay == 0.0)
+    half_turn = 1.0 if steep else 0.0
+    flat_reflect = 1.0 if (reflect and not steep) else 0.0
+    base_hi = half_turn * _PIO2_HI + flat_reflect * _PI_HI
+    base_lo = half_turn * _PIO2_LO + flat_reflect * _PI_LO
+    sign = 1.0 - 2.0 * (1.0 if steep != reflect else 0.0)
+    angle = (base_hi + sign * _ATAN_HI[j]) + (sign * small + base_lo)
+    return -angle if float_bits(y) < 0 else angle
+
+
+@kernel
+def _atan2_checked(y: np.ndarray, x: np.ndarray, out: np.ndarray) -> bool:
+    for i in range(y.shape[0]):
+        if not (math.isfinite(y[i]) and math.isfinite(x[i])):
+            return False
+    for i in range(y.shape[0]):
+        out[i] = atan2_1(y[i], x[i])
+    return True
+
+
+@kernel
+def _hypot_kernel(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.shape[0]):
+        out[i] = math.sqrt(x[i] * x[i] + y[i] * y[i])
 
 
 @kernel
@@ -320,6 +369,24 @@ def sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if a.size and _sincos_checked(_flat(a), sin_out.reshape(-1), cos_out.reshape(-1)):
         return sin_out, cos_out
     return None
+
+
+def atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """atan2(y, x) of two non-empty float64 arrays of one shape (any strides) if every element of both
+    is finite, else None."""
+    out = np.empty(y.shape)
+    if y.size and _atan2_checked(_flat(y), _flat(x), out.reshape(-1)):
+        return out
+    return None
+
+
+def hypot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`mjvec.portable.hypot` of two float64 numpy arrays of one shape (any strides): sqrt(x x + y y),
+    sqrt correctly rounded as numpy's. No domain: the same operations on any input."""
+    out = np.empty(x.shape)
+    if x.size:
+        _hypot_kernel(x.reshape(-1), y.reshape(-1), out.reshape(-1))
+    return out
 
 
 def box_muller(w: np.ndarray, n: int, dtype: np.dtype) -> np.ndarray:

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from mjvec._jit import clip, inline, kernel
-from mjvec._portable_host import _sincos1, in_sincos_domain
+from mjvec._jit import clip, inline, kernel, maximum
+from mjvec._portable_host import _sincos1, atan2_1, in_sincos_domain
 
 
 @inline
@@ -48,3 +48,79 @@ def rotate_by_axis_angle(q: np.ndarray, axis: np.ndarray, half: np.ndarray) -> n
         return None
     out = np.empty((n, 4))
     return out if _rotate_by_axis_angle(q, axis, half, out) else None
+
+
+@inline
+def mul_row(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out (4,) = `mjvec.rotations.quat_mul` of one pair of rows a, b (4,)."""
+    aw, ax, ay, az = a[0], a[1], a[2], a[3]
+    bw, bx, by, bz = b[0], b[1], b[2], b[3]
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@kernel
+def _quat_mul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        mul_row(a[i], b[i], out[i])
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """`mjvec.rotations.quat_mul` of two (n, 4) float64 numpy arrays (any strides), or None where
+    the shapes are not both (n, 4) with n >= 1. No domain: the same operations on any input."""
+    if a.ndim != 2 or a.shape != b.shape or a.shape[1] != 4 or a.shape[0] < 1:
+        return None
+    out = np.empty(a.shape)
+    _quat_mul(a, b, out)
+    return out
+
+
+@kernel
+def _quat_rotate(q: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    for i in range(q.shape[0]):
+        w, ux, uy, uz = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        vx, vy, vz = v[i, 0], v[i, 1], v[i, 2]
+        # t = 2 cross(u, v); v + w t + cross(u, t), summed left to right as numpy does
+        tx, ty, tz = 2.0 * (uy * vz - uz * vy), 2.0 * (uz * vx - ux * vz), 2.0 * (ux * vy - uy * vx)
+        out[i, 0] = (vx + w * tx) + (uy * tz - uz * ty)
+        out[i, 1] = (vy + w * ty) + (uz * tx - ux * tz)
+        out[i, 2] = (vz + w * tz) + (ux * ty - uy * tx)
+
+
+def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """`mjvec.rotations.quat_rotate` of (n, 4) q and (n, 3) v, float64 numpy (any strides), or None
+    where those shapes do not hold (n >= 1). No domain: the same operations on any input."""
+    if q.ndim != 2 or v.ndim != 2 or q.shape[1] != 4 or v.shape != (q.shape[0], 3) or q.shape[0] < 1:
+        return None
+    out = np.empty(v.shape)
+    _quat_rotate(q, v, out)
+    return out
+
+
+@kernel
+def _rotation_vector(q: np.ndarray, out: np.ndarray) -> bool:
+    for i in range(q.shape[0]):
+        for k in range(4):
+            if not math.isfinite(q[i, k]):
+                return False
+    for i in range(q.shape[0]):
+        w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        if w < 0.0:  # canonical_quat: the row negated
+            w, x, y, z = -w, -x, -y, -z
+        # numpy's norm of a 3-row: its squares summed one by one (below 8), then sqrt
+        sin_half = math.sqrt((x * x + y * y) + z * z)
+        angle = 2.0 * atan2_1(sin_half, w)
+        factor = angle / maximum(sin_half, 1e-12) if sin_half > 1e-12 else 2.0
+        out[i, 0], out[i, 1], out[i, 2] = x * factor, y * factor, z * factor
+    return True
+
+
+def rotation_vector(q: np.ndarray) -> np.ndarray | None:
+    """`mjvec.rotations.rotation_vector` of (n, 4) float64 numpy rows (any strides), or None where
+    the shape is not (n, 4) with n >= 1 or an element is not finite (the caller's generic formula)."""
+    if q.ndim != 2 or q.shape[1] != 4 or q.shape[0] < 1:
+        return None
+    out = np.empty((q.shape[0], 3))
+    return out if _rotation_vector(q, out) else None

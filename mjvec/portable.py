@@ -23,9 +23,10 @@ results correctly rounded), `sin`/`cos`/`sincos` within 1 ulp for |x| <= 100 and
 The constants (`mjvec._portable_constants`) are derived from pi's and ln 2's decimal expansions
 (Python's `decimal`); the polynomials are Taylor series on reduced ranges, truncated where the next
 term is below 2**-60 of the result. Each function is written once for any namespace; on numpy,
-`log`, `exp` and `sincos` run `mjvec._portable_host`'s kernels instead: the same operations in the
-same order compiled into one pass (`mjvec._jit`), the same bits for less time per call, where every
-input is inside the kernel's range (elsewhere the call runs the generic formula).
+`log`, `exp`, `sincos`, `atan2`, `hypot` and `fma` run `mjvec._portable_host`'s kernels instead:
+the same operations in the same order compiled into one pass (`mjvec._jit`), the same bits for
+less time per call, where every input is inside the kernel's range (elsewhere the call runs the
+generic formula).
 """
 
 from __future__ import annotations
@@ -249,13 +250,21 @@ def _atan_table(xp: Any, like: Array) -> tuple[Array, Array]:
     return table
 
 
-@_quiet
 def atan2(y: Array, x: Array) -> Array:
     """The angle of (x, y) in [-pi, pi], like numpy's arctan2 for finite inputs (signed zeros too).
 
     a = min(|x|, |y|) / max(|x|, |y|) in [0, 1]; atan a = atan c + atan t with c = a rounded to
     eighths and t = (a - c) / (1 + a c), |t| <= 1/16; then the octant and the signs.
     """
+    if type(y) is np.ndarray and type(x) is np.ndarray and y.dtype == x.dtype == np.float64 and y.shape == x.shape:
+        out = host.atan2(y, x)  # every element finite: one compiled pass, the same operations
+        if out is not None:
+            return out
+    return _atan2(y, x)
+
+
+@_quiet
+def _atan2(y: Array, x: Array) -> Array:
     xp, ya, back = _prepare(y)
     xa = _prepare(x)[1]
     ax, ay = xp.abs(xa), xp.abs(ya)
@@ -281,9 +290,15 @@ def atan2(y: Array, x: Array) -> Array:
     return back(xp.where(_sign_bit(xp, ya), -angle, angle))
 
 
-@_quiet
 def hypot(x: Array, y: Array) -> Array:
     """sqrt(x^2 + y^2) from correctly rounded operations (no scaling: |x|, |y| below 1e150)."""
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype == np.float64 and x.shape == y.shape:
+        return host.hypot(x, y)  # the same operations in one compiled pass (no numpy warnings to silence)
+    return _hypot(x, y)
+
+
+@_quiet
+def _hypot(x: Array, y: Array) -> Array:
     xp, xa, back = _prepare(x)
     ya = _prepare(y)[1]
     return back(xp.sqrt(xa * xa + ya * ya))

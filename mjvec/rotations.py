@@ -31,6 +31,14 @@ def _like(value: Any, like: Array) -> Array:
 
 def quat_mul(a: Array, b: Array) -> Array:
     """Hamilton product a*b of (..., 4) wxyz quaternions (broadcasting), like mju_mulQuat."""
+    if _host_arrays((a, b), (np.float64,)):  # rows of float64: one compiled pass, the same bits
+        out = _rotations_host.quat_mul(a, b)
+        if out is not None:
+            return out
+    return _quat_mul(a, b)
+
+
+def _quat_mul(a: Array, b: Array) -> Array:
     xp = namespace_of(a)
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
@@ -60,6 +68,14 @@ def cross(a: Array, b: Array) -> Array:
 
 def quat_rotate(q: Array, v: Array) -> Array:
     """Rotate (..., 3) vectors by (..., 4) unit wxyz quaternions (broadcasting), like mju_rotVecQuat."""
+    if _host_arrays((q, v), (np.float64,)):  # rows of float64: one compiled pass, the same bits
+        out = _rotations_host.quat_rotate(q, v)
+        if out is not None:
+            return out
+    return _quat_rotate(q, v)
+
+
+def _quat_rotate(q: Array, v: Array) -> Array:
     w = q[..., :1]
     u = q[..., 1:]
     t = 2.0 * cross(u, v)
@@ -134,6 +150,14 @@ def quat_to_mat_mj(q: Array) -> Array:
 
 def rotation_vector(q: Array) -> Array:
     """(..., 3) axis * angle (rad, in [0, pi]) of unit wxyz quaternions (..., 4)."""
+    if _host_arrays((q,), (np.float64,)):  # finite float64 rows: one compiled pass, the same bits
+        out = _rotations_host.rotation_vector(q)
+        if out is not None:
+            return out
+    return _rotation_vector(q)
+
+
+def _rotation_vector(q: Array) -> Array:
     xp = namespace_of(q)
     q = canonical_quat(q)
     sin_half = xp.linalg.vector_norm(q[..., 1:], axis=-1)

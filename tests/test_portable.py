@@ -257,6 +257,62 @@ def test_the_fma_kernel_gives_the_generic_formulas_bits_on_every_input() -> None
     assert P.fma(np.float32(3.0), np.float32(2.0), np.float32(1.0)).dtype == np.float32  # float32: generic
 
 
+def test_the_atan2_kernel_gives_the_generic_formulas_bits() -> None:
+    """mjvec._portable_host.atan2 against the generic formula, bit for bit, on finite inputs: random
+    bit patterns (every binade, both signs), the eighths' rounding edges (ratios j/8 +- 1/16 and
+    their neighbours), every octant's edges (|y| = |x|, zeros of both signs, subnormals, extremes)
+    and strided column views; one non-finite element sends the whole call to the generic formula."""
+    from mjvec import _portable_host as host
+
+    bits = np.random.default_rng(11).integers(-(2**63), 2**63 - 1, 60000, dtype=np.int64).view(np.float64)
+    bits = bits[np.isfinite(bits)]
+    y_any, x_any = bits[: bits.size // 2], bits[bits.size // 2: 2 * (bits.size // 2)]
+    edges = np.array([(j + 0.5) / 8 for j in range(8)] + [j / 8 for j in range(9)])
+    ratios = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, 2)])
+    signs = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], float)
+    ry = np.concatenate([ratios * sy for sy, _ in signs] + [np.ones(ratios.size) * sx for _, sx in signs])
+    rx = np.concatenate([np.ones(ratios.size) * sx for _, sx in signs] + [ratios * sy for sy, _ in signs])
+    special = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e300, 1.0, -1.0, np.finfo(np.float64).max,
+                        -np.finfo(np.float64).max, np.finfo(np.float64).tiny, 3.0, -3.0])
+    gy, gx = (g.reshape(-1) for g in np.meshgrid(special, special))
+    rng = np.random.default_rng(12)
+    quat = rng.normal(size=(5000, 4))
+    cases = [(y_any, x_any), (ry, rx), (ry * 1e-310, rx * 1e-310), (gy, gx),
+             (rng.uniform(-3, 3, 50000), rng.uniform(-3, 3, 50000)), (quat[:, 1], quat[:, 0])]
+    with np.errstate(all="ignore"):
+        for y, x in cases:
+            want = P._atan2(y, x)
+            for got in (host.atan2(y, x), P.atan2(y, x)):
+                np.testing.assert_array_equal(_bits(got), _bits(want))
+        for extra in (np.inf, -np.inf, np.nan):
+            assert host.atan2(np.array([1.0, extra]), np.array([2.0, 1.0])) is None
+            assert host.atan2(np.array([1.0, 2.0]), np.array([extra, 1.0])) is None
+        y, x = np.array([np.inf, 1.0]), np.array([1.0, -np.inf])
+        np.testing.assert_array_equal(_bits(P.atan2(y, x)), _bits(P._atan2(y, x)))  # the generic formula's answer
+    assert P.atan2(np.float64(1.0), np.float64(-2.0)) == P._atan2(np.float64(1.0), np.float64(-2.0))
+
+
+def test_the_hypot_kernel_gives_the_generic_formulas_bits_on_every_input() -> None:
+    """mjvec._portable_host.hypot (no domain) against the generic formula on random bit patterns,
+    special values and strided columns, nan payloads aside; float32 and mixed shapes take the
+    generic formula."""
+    from mjvec import _portable_host as host
+
+    bits = np.random.default_rng(13).integers(-(2**63), 2**63 - 1, (2, 40000), dtype=np.int64).view(np.float64)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1e-160, 1e154, 1e160, 1.0, -3.0])
+    grid = np.array(np.meshgrid(special, special)).reshape(2, -1)
+    columns = np.random.default_rng(14).uniform(-0.2, 0.2, (3000, 3))
+    with np.errstate(all="ignore"):
+        for x, y in ((bits[0], bits[1]), tuple(grid), (columns[:, 0], columns[:, 1])):
+            want = P._hypot(x, y)
+            for got in (host.hypot(x, y), P.hypot(x, y)):
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+                numbers = ~np.isnan(want)
+                np.testing.assert_array_equal(_bits(got[numbers]), _bits(want[numbers]))
+    assert P.hypot(np.float32(3.0), np.float32(4.0)).dtype == np.float32
+    np.testing.assert_array_equal(P.hypot(columns[:, 0], 0.5), P._hypot(columns[:, 0], 0.5))
+
+
 def test_inputs_outside_a_kernels_domain_take_the_generic_formula() -> None:
     """One subnormal, zero, negative, inf or nan (log), one value beyond the exponent range (exp), or
     one non-finite value or one beyond the exact reduction count (sincos) sends the whole call to

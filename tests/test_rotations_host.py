@@ -107,3 +107,74 @@ def test_the_pose_latency_kernel_is_the_queue_read_plus_the_generic_noise() -> N
         _same(quat, rotations._rotate_by_axis_angle(pose[:, 3:], axis, half))
     half[9] = np.inf
     assert not _delayed_noisy_pose(queue.buf, queue.head, ages, pos_std, noise, axis, half, pos, quat)
+
+
+def _unit_quats(n: int, seed: int) -> np.ndarray:
+    q = np.random.default_rng(seed).normal(size=(n, 4))
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def test_quat_mul_and_rotation_vector_give_the_generic_formulas_bits() -> None:
+    """The cube's turn over a step (CubeRotate-v0's reward: rotation_vector(quat_mul(q, conj(p))))
+    through the kernels and through the generic formulas, bit for bit: unit quaternions, their
+    strided views in a pose array, rows of w < 0, -0.0 and exactly 0 (the canonical sign), the
+    identity and near-identity turns (the sin_half <= 1e-12 branch), half turns (w = 0), unnormalized
+    rows, random bit patterns (quat_mul has no domain), and (1, 4)."""
+    q, p = _unit_quats(3000, 1), _unit_quats(3000, 2)
+    pose = np.concatenate([np.ones((3000, 3)), q], axis=1)
+    q[:8] = [[1, 0, 0, 0], [-1, 0, 0, 0], [-0.0, 1, 0, 0], [0.0, -0.0, 0, 1], [1, 1e-13, 0, 0],
+             [1, 1e-12, -1e-12, 0], [-1, 0, 0, 1e-300], [2.0, -3.0, 0.5, 7.0]]
+    with np.errstate(all="ignore"):
+        bits = np.random.default_rng(3).integers(-(2**63), 2**63 - 1, (2000, 4), dtype=np.int64).view(np.float64)
+    for a, b in ((q, p), (pose[:, 3:], p), (bits, bits[::-1]), (q[:1], p[:1])):
+        with np.errstate(all="ignore"):
+            want = rotations._quat_mul(a, b)
+        got = _rotations_host.quat_mul(a, b)
+        assert got is not None
+        _same(got, want)
+        _same(rotations.quat_mul(a, b), want)
+    for r in (q, pose[:, 3:], rotations.quat_mul(q, rotations.quat_conj(p)), q[:1], p[::7]):
+        want = rotations._rotation_vector(r)
+        got = _rotations_host.rotation_vector(r)
+        assert got is not None
+        _same(got, want)
+        _same(rotations.rotation_vector(r), want)
+
+
+def test_rotation_vector_takes_the_generic_formula_outside_its_domain() -> None:
+    """A non-finite element sends the call to the generic formula (its answer unchanged); other
+    shapes (broadcast (4,) rows, 3-D stacks) and float32 too."""
+    q = _unit_quats(10, 4)
+    for v in (np.nan, np.inf, -np.inf):
+        bad = q.copy()
+        bad[3, 2] = v
+        assert _rotations_host.rotation_vector(bad) is None
+    assert _rotations_host.rotation_vector(q[0]) is None and _rotations_host.quat_mul(q[0], q[1]) is None
+    assert _rotations_host.quat_mul(q, q[:1]) is None
+    stack = q.reshape(2, 5, 4)
+    _same(rotations.rotation_vector(stack), rotations._rotation_vector(stack))
+    _same(rotations.quat_mul(q, q[:1]), rotations._quat_mul(q, q[:1]))
+    single = q.astype(np.float32)
+    assert rotations.rotation_vector(single).dtype == np.float32
+
+
+def test_quat_rotate_gives_the_generic_formulas_bits() -> None:
+    """A free body's angular velocity to the world frame (quat_rotate(q, qvel[3:6])), as the tasks
+    call it on strided qpos / qvel columns, through the kernel and the generic formula: unit and
+    unnormalized rows, -0.0, random bit patterns (no domain; nan payloads aside), and (1, 4)."""
+    q = _unit_quats(3000, 5)
+    q[:3] = [[1, 0, 0, 0], [-0.0, 0, 1, 0], [2.0, -1.0, 0.5, 3.0]]
+    state = np.random.default_rng(6).normal(size=(3000, 13))
+    state[:, 3:7] = q
+    with np.errstate(all="ignore"):
+        bits = np.random.default_rng(7).integers(-(2**63), 2**63 - 1, (2000, 7), dtype=np.int64).view(np.float64)
+    cases = ((q, state[:, 10:13]), (state[:, 3:7], state[:, 7:10]), (bits[:, :4], bits[:, 4:]), (q[:1], q[:1, 1:]))
+    for qq, v in cases:
+        with np.errstate(all="ignore"):
+            want = rotations._quat_rotate(qq, v)
+            got = _rotations_host.quat_rotate(qq, v)
+            assert got is not None
+            _same(got, want)
+            _same(rotations.quat_rotate(qq, v), want)
+    assert _rotations_host.quat_rotate(q, q[:, 1:2]) is None and _rotations_host.quat_rotate(q[0], q[0, 1:]) is None
+    _same(rotations.quat_rotate(q[:1], state[:, 7:10]), rotations._quat_rotate(q[:1], state[:, 7:10]))
