@@ -77,16 +77,22 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return out
 
 
+@inline
+def rotate_vec_row(q: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out (3,) = `mjvec.rotations.quat_rotate` of one row: v (3,) rotated by q (4,)."""
+    w, ux, uy, uz = q[0], q[1], q[2], q[3]
+    vx, vy, vz = v[0], v[1], v[2]
+    # t = 2 cross(u, v); v + w t + cross(u, t), summed left to right as numpy does
+    tx, ty, tz = 2.0 * (uy * vz - uz * vy), 2.0 * (uz * vx - ux * vz), 2.0 * (ux * vy - uy * vx)
+    out[0] = (vx + w * tx) + (uy * tz - uz * ty)
+    out[1] = (vy + w * ty) + (uz * tx - ux * tz)
+    out[2] = (vz + w * tz) + (ux * ty - uy * tx)
+
+
 @kernel
 def _quat_rotate(q: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
     for i in range(q.shape[0]):
-        w, ux, uy, uz = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-        vx, vy, vz = v[i, 0], v[i, 1], v[i, 2]
-        # t = 2 cross(u, v); v + w t + cross(u, t), summed left to right as numpy does
-        tx, ty, tz = 2.0 * (uy * vz - uz * vy), 2.0 * (uz * vx - ux * vz), 2.0 * (ux * vy - uy * vx)
-        out[i, 0] = (vx + w * tx) + (uy * tz - uz * ty)
-        out[i, 1] = (vy + w * ty) + (uz * tx - ux * tz)
-        out[i, 2] = (vz + w * tz) + (ux * ty - uy * tx)
+        rotate_vec_row(q[i], v[i], out[i])
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
@@ -99,21 +105,35 @@ def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     return out
 
 
-@kernel
-def _rotation_vector(q: np.ndarray, out: np.ndarray) -> bool:
+@inline
+def rotation_vector_row(q: np.ndarray, out: np.ndarray) -> None:
+    """out (3,) = `mjvec.rotations.rotation_vector` of one finite row q (4,)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    if w < 0.0:  # canonical_quat: the row negated
+        w, x, y, z = -w, -x, -y, -z
+    # numpy's norm of a 3-row: its squares summed one by one (below 8), then sqrt
+    sin_half = math.sqrt((x * x + y * y) + z * z)
+    angle = 2.0 * atan2_1(sin_half, w)
+    factor = angle / maximum(sin_half, 1e-12) if sin_half > 1e-12 else 2.0
+    out[0], out[1], out[2] = x * factor, y * factor, z * factor
+
+
+@inline
+def finite_rows(q: np.ndarray) -> bool:
+    """Every element of the 2-D array q finite."""
     for i in range(q.shape[0]):
-        for k in range(4):
+        for k in range(q.shape[1]):
             if not math.isfinite(q[i, k]):
                 return False
+    return True
+
+
+@kernel
+def _rotation_vector(q: np.ndarray, out: np.ndarray) -> bool:
+    if not finite_rows(q):
+        return False
     for i in range(q.shape[0]):
-        w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-        if w < 0.0:  # canonical_quat: the row negated
-            w, x, y, z = -w, -x, -y, -z
-        # numpy's norm of a 3-row: its squares summed one by one (below 8), then sqrt
-        sin_half = math.sqrt((x * x + y * y) + z * z)
-        angle = 2.0 * atan2_1(sin_half, w)
-        factor = angle / maximum(sin_half, 1e-12) if sin_half > 1e-12 else 2.0
-        out[i, 0], out[i, 1], out[i, 2] = x * factor, y * factor, z * factor
+        rotation_vector_row(q[i], out[i])
     return True
 
 

@@ -43,6 +43,7 @@ from mjvec.envs.base import MjVecEnv
 from mjvec.envs.memory import MemoryNeeds
 from mjvec.errors import ConfigError
 from mjvec.tasks.cube_rotate import cameras as cube_cameras
+from mjvec.tasks.cube_rotate import kernels as cube_kernels
 from mjvec.tasks.cube_rotate import scene as cube_scene
 from mjvec.tasks.cube_rotate import terms as cube_terms
 from mjvec.tasks.cube_rotate.config import CubeRotateConfig
@@ -185,6 +186,12 @@ class CubeRotateEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         self.backend.ctrl[:, self._act_ids] = self._step_targets
 
     def _evaluate(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        fused = cube_kernels.evaluate(self, active)  # the same bits in one compiled pass, where it applies
+        if fused is not None:
+            rows, reward, angvel_z, drop = fused
+            terms = dict(zip(REWARD_TERMS, rows, strict=True))
+            info = {"reward_terms": terms, "cube_angvel_z": angvel_z, "dropped": drop, "cube_id": self.cube_ids.copy()}
+            return reward, drop, np.zeros_like(drop), info
         cfg = self.cfg
         pos, quat = self.cube_pose()
         angvel_z = cube_terms.mean_angular_velocity(self._prev_quat, quat, self.control_dt)[:, 2]
@@ -200,6 +207,9 @@ class CubeRotateEnv(DeploymentHooks, MjVecEnv, VectorEnv):
         return reward, drop, np.zeros_like(drop), info  # the base truncates at max_episode_steps
 
     def _observe(self) -> np.ndarray:
+        fused = cube_kernels.observe(self)  # the same bits in one compiled pass, where it applies
+        if fused is not None:
+            return fused
         pos, quat = self.cube_pose()
         linvel, angvel = self.cube_velocity(quat)
         tips = self._site_xpos[:, self._tip_sites] - pos[:, None]
