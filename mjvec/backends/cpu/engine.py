@@ -68,6 +68,7 @@ class CpuEngine:
         self.batches: list[mjb.Batch] = []
         self._rne: RnePostConstraint | None = None
         self._reset_states: list[ResetStates] = []
+        self._state_views: list[dict[str, np.ndarray]] = []  # per group, the reset's bound state fields
         # The sensor cadence (`sense`): per group, the sims' expanded opt.disableflags, the
         # template's flags, and which sims compute sensors in the last substep of the next step.
         self._sensor_flags: list[np.ndarray] | None = None
@@ -87,6 +88,7 @@ class CpuEngine:
         # Resets write each sim's remembered mj_resetData row where that is exact (reset_states.py).
         self._reset_states = [ResetStates(b, remembers_resets(g.template))
                               for g, b in zip(groups, self.batches, strict=True)]
+        self._state_views = [{} for _ in groups]
         # Per group: None where Batch.set_const is exact, else the per-env recompute (see setconst.py).
         self._per_env_set_const: list[PerEnvSetConst | None] = []
         for group, batch in zip(groups, self.batches, strict=True):
@@ -236,8 +238,12 @@ class CpuEngine:
         for g, pos, rows in split:
             batch = self.batches[g]
             self._reset_states[g].reset(rows)
+            views = self._state_views[g]
             for name, values in state.items():
-                batch.bind(name)[rows] = values[pos]
+                view = views.get(name)
+                if view is None:  # a view of the Batch's state rows: the same array for its life
+                    view = views[name] = batch.bind(name)
+                view[rows] = values[pos]
             self._sense_rows(g, rows)
             batch.forward(rows)
             if self._rne is not None:
@@ -256,6 +262,7 @@ class CpuEngine:
 
     def close(self) -> None:
         self.batches = []
+        self._state_views = []
 
     def forked_away(self) -> None:
         # A Batch's destructor joins its worker threads, which do not exist in a forked child:
