@@ -124,8 +124,8 @@ def test_kernels_give_numpys_bits_on_adversarial_states(num_envs: int, monkeypat
 
 def test_a_non_finite_turn_or_another_layout_takes_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     """A nan or inf in the cube's orientation makes the evaluation kernel refuse with nothing
-    written; actions whose rows are not contiguous (numpy would sum them in another order) and a
-    float32 state take the numpy functions."""
+    written; actions whose rows are not contiguous (numpy would sum them in another order), another
+    policy layout and a float32 state take the numpy functions."""
     env = _env()
     task = env.unwrapped
     qpos = np.array(task.backend.qpos, copy=True)
@@ -141,6 +141,10 @@ def test_a_non_finite_turn_or_another_layout_takes_numpy(monkeypatch: pytest.Mon
     assert cube_kernels.evaluate(task, active) is None
     task._actions = np.ascontiguousarray(task._actions)
     assert cube_kernels.evaluate(task, active) is not None
+    task.policy_layout = cube_terms.POLICY_LAYOUT[:-1]  # a subclass's own layout: not the kernel's
+    assert cube_kernels.observe(task) is None
+    del task.policy_layout
+    assert cube_kernels.observe(task) is not None
     task.backend.qpos = qpos.astype(np.float32)
     assert cube_kernels.observe(task) is None
 

@@ -24,6 +24,9 @@ import numpy as np
 from mjvec._jit import clip as _clip
 from mjvec._jit import host_arrays, kernel, pairwise_sum, sequential_sum
 from mjvec._rotations_host import finite_rows, mul_row, rotate_vec_row, rotation_vector_row
+from mjvec.tasks.cube_rotate.terms import POLICY_LAYOUT, layout_size
+
+_WIDTH = layout_size(POLICY_LAYOUT)
 
 
 @kernel
@@ -75,9 +78,9 @@ def observe(env: Any) -> np.ndarray | None:
     its state is not float64 numpy (the caller then assembles the numpy blocks)."""
     be = env.backend
     qpos, qvel, site_xpos = be.qpos, be.qvel, env._site_xpos
-    if not host_arrays((qpos, qvel, site_xpos, env.targets), (np.float64,)):
-        return None
-    out = np.empty((qpos.shape[0], env.single_observation_space.shape[0]), np.float32)
+    if env.policy_layout != POLICY_LAYOUT or not host_arrays((qpos, qvel, site_xpos, env.targets), (np.float64,)):
+        return None  # the kernel writes POLICY_LAYOUT's blocks, in its order
+    out = np.empty((qpos.shape[0], _WIDTH), np.float32)
     _observe_kernel(qpos, qvel, site_xpos, env.targets, env.cube_half_size, env._jnt_qpos, env._jnt_dof,
                     env._tip_sites, env._cube_qpos, env._cube_dof, env.palm_center,
                     float(env.cfg.joint_vel_obs_scale), float(env.cfg.obs_clip), out)
