@@ -15,6 +15,16 @@ from mjvec._portable_host import _sincos1, atan2_1, in_sincos_domain
 
 
 @inline
+def _product(aw: float, ax: float, ay: float, az: float, bw: float, bx: float, by: float, bz: float,
+             out: np.ndarray) -> None:
+    """out (4,) = the Hamilton product (aw, ax, ay, az) (bw, bx, by, bz), as `mjvec.rotations.quat_mul`."""
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+
+
+@inline
 def rotate_row(q: np.ndarray, axis: np.ndarray, half: float, out: np.ndarray) -> None:
     """out (4,) = one row of `mjvec.rotations.rotate_by_axis_angle`: q (4,) times the rotation by
     2 half about axis (3,); half in the sincos kernel's domain (finite, |half| <= SINCOS_MAX)."""
@@ -22,12 +32,7 @@ def rotate_row(q: np.ndarray, axis: np.ndarray, half: float, out: np.ndarray) ->
     ux, uy, uz = axis[0], axis[1], axis[2]
     # numpy's sum of a 3-row's squares: from +0.0, one by one (either memory order, below 8).
     s = sin_half / clip(math.sqrt(((0.0 + ux * ux) + uy * uy) + uz * uz), 1e-12, math.inf)
-    bw, bx, by, bz = cos_half, ux * s, uy * s, uz * s
-    aw, ax, ay, az = q[0], q[1], q[2], q[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
+    _product(q[0], q[1], q[2], q[3], cos_half, ux * s, uy * s, uz * s, out)
 
 
 @kernel
@@ -53,12 +58,7 @@ def rotate_by_axis_angle(q: np.ndarray, axis: np.ndarray, half: np.ndarray) -> n
 @inline
 def mul_row(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out (4,) = `mjvec.rotations.quat_mul` of one pair of rows a, b (4,)."""
-    aw, ax, ay, az = a[0], a[1], a[2], a[3]
-    bw, bx, by, bz = b[0], b[1], b[2], b[3]
-    out[0] = aw * bw - ax * bx - ay * by - az * bz
-    out[1] = aw * bx + ax * bw + ay * bz - az * by
-    out[2] = aw * by - ax * bz + ay * bw + az * bx
-    out[3] = aw * bz + ax * by - ay * bx + az * bw
+    _product(a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], out)
 
 
 @kernel

@@ -117,6 +117,13 @@ def _prepare(x: Any) -> tuple[Any, Array, Any]:
     return xp, xp.astype(x, xp.float64), lambda r: xp.astype(r, dtype)
 
 
+def _float64_arrays(*arrays: Any) -> bool:
+    """Every one a float64 numpy array (not a subclass), all of one shape: where the elementwise
+    kernels of several inputs (`host.atan2`, `host.hypot`, `host.fma`) may run."""
+    first = arrays[0]
+    return all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == first.shape for a in arrays)
+
+
 def _compiled_or(x: Any, compiled: Any, generic: Any) -> Any:
     """compiled(x) for a float64 numpy array in the host kernel's domain (one call, no wrapper; the
     kernel answers None outside it), else generic(x)."""
@@ -256,7 +263,7 @@ def atan2(y: Array, x: Array) -> Array:
     a = min(|x|, |y|) / max(|x|, |y|) in [0, 1]; atan a = atan c + atan t with c = a rounded to
     eighths and t = (a - c) / (1 + a c), |t| <= 1/16; then the octant and the signs.
     """
-    if type(y) is np.ndarray and type(x) is np.ndarray and y.dtype == x.dtype == np.float64 and y.shape == x.shape:
+    if _float64_arrays(y, x):
         out = host.atan2(y, x)  # every element finite: one compiled pass, the same operations
         if out is not None:
             return out
@@ -292,7 +299,7 @@ def _atan2(y: Array, x: Array) -> Array:
 
 def hypot(x: Array, y: Array) -> Array:
     """sqrt(x^2 + y^2) from correctly rounded operations (no scaling: |x|, |y| below 1e150)."""
-    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype == y.dtype == np.float64 and x.shape == y.shape:
+    if _float64_arrays(x, y):
         return host.hypot(x, y)  # the same operations in one compiled pass (no numpy warnings to silence)
     return _hypot(x, y)
 
@@ -357,7 +364,7 @@ def fma(a: Array, b: Array, c: Array) -> Array:
     into the subnormal range (|a b|, |c| in about [1e-290, 1e290]); float32 inputs are computed in
     float64, exactly, then rounded once.
     """
-    if all(type(x) is np.ndarray and x.dtype == np.float64 for x in (a, b, c)) and a.shape == b.shape == c.shape:
+    if _float64_arrays(a, b, c):
         return host.fma(a, b, c)  # the same operations in one compiled pass (no numpy warnings to silence)
     return _fma(a, b, c)
 

@@ -23,6 +23,17 @@ _XYZW = [1, 2, 3, 0]
 _WXYZ = [3, 0, 1, 2]
 
 
+def _compiled_or(compiled: Any, generic: Any, *arrays: Array) -> Array:
+    """compiled(*arrays) where every one is a float64 numpy array and the kernel answers (it returns
+    None for shapes or values outside its domain: `mjvec._rotations_host`, the same bits in one
+    pass), else generic(*arrays)."""
+    if _host_arrays(arrays, (np.float64,)):
+        out = compiled(*arrays)
+        if out is not None:
+            return out
+    return generic(*arrays)
+
+
 def _like(value: Any, like: Array) -> Array:
     if isinstance(like, np.ndarray):
         return np.asarray(value, dtype=like.dtype)
@@ -31,11 +42,7 @@ def _like(value: Any, like: Array) -> Array:
 
 def quat_mul(a: Array, b: Array) -> Array:
     """Hamilton product a*b of (..., 4) wxyz quaternions (broadcasting), like mju_mulQuat."""
-    if _host_arrays((a, b), (np.float64,)):  # rows of float64: one compiled pass, the same bits
-        out = _rotations_host.quat_mul(a, b)
-        if out is not None:
-            return out
-    return _quat_mul(a, b)
+    return _compiled_or(_rotations_host.quat_mul, _quat_mul, a, b)
 
 
 def _quat_mul(a: Array, b: Array) -> Array:
@@ -68,11 +75,7 @@ def cross(a: Array, b: Array) -> Array:
 
 def quat_rotate(q: Array, v: Array) -> Array:
     """Rotate (..., 3) vectors by (..., 4) unit wxyz quaternions (broadcasting), like mju_rotVecQuat."""
-    if _host_arrays((q, v), (np.float64,)):  # rows of float64: one compiled pass, the same bits
-        out = _rotations_host.quat_rotate(q, v)
-        if out is not None:
-            return out
-    return _quat_rotate(q, v)
+    return _compiled_or(_rotations_host.quat_rotate, _quat_rotate, q, v)
 
 
 def _quat_rotate(q: Array, v: Array) -> Array:
@@ -150,11 +153,7 @@ def quat_to_mat_mj(q: Array) -> Array:
 
 def rotation_vector(q: Array) -> Array:
     """(..., 3) axis * angle (rad, in [0, pi]) of unit wxyz quaternions (..., 4)."""
-    if _host_arrays((q,), (np.float64,)):  # finite float64 rows: one compiled pass, the same bits
-        out = _rotations_host.rotation_vector(q)
-        if out is not None:
-            return out
-    return _rotation_vector(q)
+    return _compiled_or(_rotations_host.rotation_vector, _rotation_vector, q)
 
 
 def _rotation_vector(q: Array) -> Array:
@@ -170,11 +169,7 @@ def _rotation_vector(q: Array) -> Array:
 def rotate_by_axis_angle(q: Array, axis: Array, half: Array) -> Array:
     """(..., 4) q times the rotation by angle 2 * half (...) about the unnormalized axis (..., 3):
     the rotation acts in q's own frame (a right product)."""
-    if _host_arrays((q, axis, half), (np.float64,)):  # rows of float64: one compiled pass, the same bits
-        out = _rotations_host.rotate_by_axis_angle(q, axis, half)
-        if out is not None:
-            return out
-    return _rotate_by_axis_angle(q, axis, half)
+    return _compiled_or(_rotations_host.rotate_by_axis_angle, _rotate_by_axis_angle, q, axis, half)
 
 
 def _rotate_by_axis_angle(q: Array, axis: Array, half: Array) -> Array:
