@@ -24,7 +24,8 @@ and resets finished envs (its own autoreset; the single env by hand).
 It answers one JSON line per JSON command line on stdin:
 - {"cmd": "step", "steps": K}: run K steps; {"seconds": wall time of those steps, "cpu_s": this
   process's CPU time in them, all its threads (not its children's)} (mjvec adds the time inside the
-  backend's step and inside its mj_rnePostConstraint pass);
+  backend's step and inside its mj_rnePostConstraint pass, where that runs as a pass of its own:
+  fused into the step, the default in the pool, it is inside the step's time and this is 0);
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
   plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
   {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"

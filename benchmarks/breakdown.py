@@ -7,7 +7,8 @@ configurations and the medians are printed. Phases, in step order:
 - actions: the action transforms (action delay, ...) and the task's `_apply_action`;
 - physics: the backend's step (`mujoco.batch` on the CPU backend; the pool's threads), less:
 - rne_post: the CPU backend's mj_rnePostConstraint pass after the step, for the Gymnasium tasks
-  that read contact forces (`mjvec.backends.cpu.rne_post`: in the batch's pool, else serial);
+  that read contact forces (`mjvec.backends.cpu.rne_post`: in the batch's pool, else serial),
+  where it runs as a pass of its own; fused into the step (the pool's default), it is physics;
 - events: the lifecycle's per-step interval event (randomization wrappers' per-step draws and
   pushes that run after the physics);
 - evaluate: the task's `_evaluate` (rewards, terminations, task state);

@@ -39,6 +39,7 @@ _DIVERGENCE_IDS = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujo
 _DIVERGENCE: slice | list[int] = (slice(_DIVERGENCE_IDS[0], _DIVERGENCE_IDS[-1] + 1)
                                   if _DIVERGENCE_IDS[-1] - _DIVERGENCE_IDS[0] == 2 else _DIVERGENCE_IDS)
 _NO_SENSORS = int(mujoco.mjtDisableBit.mjDSBL_SENSOR)
+_NO_STAGE = int(mujoco.mjtStage.mjSTAGE_NONE)
 # Every expandable field and option of mujoco.batch: what may differ per env within one group.
 PER_ENV_FIELDS = frozenset(mjb.MODEL_FIELDS)
 
@@ -174,7 +175,11 @@ class CpuEngine:
         sensor stage and the last one with it only in the sims asked for: the same mj_step calls
         in the same order, so the same trajectory, without a camera's rays at every substep."""
         rows = [None] * len(self._groups) if skip is None else [_stepped_rows(~skip[g.env_ids]) for g in self._groups]
-        if self._sensor_flags is None:
+        # mj_rnePostConstraint fused into the step where that is the same calls (rne_post.py).
+        fused = self._rne is not None and self._rne.fused and self._sensor_flags is None and self._stage == _NO_STAGE
+        if fused:
+            failed, messages = self._step_groups(nstep, self._stage, rows, fused=True)
+        elif self._sensor_flags is None:
             failed, messages = self._step_groups(nstep, self._stage, rows)
         else:
             failed = np.zeros(self._routing.group_of_env.size, bool)
@@ -186,7 +191,7 @@ class CpuEngine:
             last, more = self._step_groups(1, self._stage, rows)
             failed |= last
             messages += more
-        if self._rne is not None:
+        if self._rne is not None and not fused:
             for g in range(len(self.batches)):
                 if rows[g] is None or rows[g].size:
                     self._rne.update(g, rows[g])
@@ -194,16 +199,21 @@ class CpuEngine:
             log.debug("simulation failed in envs %s: %s", np.flatnonzero(failed).tolist(), messages)
         return failed
 
-    def _step_groups(self, nstep: int, stage: int, rows: list[np.ndarray | None]) -> tuple[np.ndarray, list[str]]:
-        """Step rows[g] of each group g (None: all of them; empty: none)."""
+    def _step_groups(self, nstep: int, stage: int, rows: list[np.ndarray | None],
+                     fused: bool = False) -> tuple[np.ndarray, list[str]]:
+        """Step rows[g] of each group g (None: all of them; empty: none); `fused`: with
+        mj_rnePostConstraint after each simulation's last substep (`RnePostConstraint.run`)."""
         failed = np.zeros(self._routing.group_of_env.size, bool)
         messages = []
-        for group, batch, ids in zip(self._groups, self.batches, rows, strict=True):
+        for g, (group, batch, ids) in enumerate(zip(self._groups, self.batches, rows, strict=True)):
             if ids is not None and not ids.size:
                 continue
             before = batch.warning[:, _DIVERGENCE, 1].copy()
             try:
-                batch.step(ids, nstep=nstep, stage=stage)
+                if fused:
+                    self._rne.run(g, ids, nstep)
+                else:
+                    batch.step(ids, nstep=nstep, stage=stage)
             except mjb.SimulationError as error:  # those sims kept their state; the others ran
                 failed[group.env_ids[error.ids]] = True
                 messages.append(str(error))
@@ -245,16 +255,21 @@ class CpuEngine:
                     view = views[name] = batch.bind(name)
                 view[rows] = values[pos]
             self._sense_rows(g, rows)
-            batch.forward(rows)
-            if self._rne is not None:
-                self._rne.update(g, rows)
+            self._forward(g, rows)
 
     def forward(self, split: Split) -> None:
         for g, _, rows in split:
             self._sense_rows(g, rows)
-            self.batches[g].forward(rows)
-            if self._rne is not None:
-                self._rne.update(g, rows)
+            self._forward(g, rows)
+
+    def _forward(self, g: int, rows: np.ndarray) -> None:
+        """mj_forward of group g's simulations `rows`, then their mj_rnePostConstraint if the engine runs it."""
+        if self._rne is not None and self._rne.fused:
+            self._rne.run(g, rows, 0)
+            return
+        self.batches[g].forward(rows)
+        if self._rne is not None:
+            self._rne.update(g, rows)
 
     # ---- rendering and lifetime -----------------------------------------------------------
     def write_env_model(self, g: int, row: int, model: mujoco.MjModel) -> None:

@@ -19,6 +19,15 @@ simulation concerned. Two ways, the same bits (tested):
   scratch MjData (`Batch.get_data`) and mj_rnePostConstraint run there on the group's template,
   on the calling thread.
 
+In the pool, the pass is fused with the call before it where that is exact: a step whose stage is
+mjSTAGE_NONE (mj_step's own outputs) runs as ONE ``mjb_apply`` of a compiled callback that calls
+mj_step ``nstep`` times and then mj_rnePostConstraint on each simulation (saving its state), and a
+reset's or forward's mj_forward likewise; the stage-NONE ``mjb_forward`` then copies the outputs.
+The same MuJoCo calls on the same MjData in the same order, so the same bits (tested against
+``Batch.step`` + the pass), with the pass run while that simulation's data is still in its
+thread's cache and one dispatch of the pool fewer. The callback is compiled by numba (mjvec's
+host kernels' compiler) for each process; where it cannot be, the pass runs unfused (logged).
+
 Only ``cfrc_ext`` is provided: it depends on the model's structure (body roots, geom bodies, the
 friction cone, equality anchors), which the serial way takes from the group template; ``cacc`` and
 ``cfrc_int`` also read per-env options (gravity) and are not offered. Writing cacc and cfrc_int
@@ -35,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import mujoco
+import mujoco.batch as mjb
 import numpy as np
 
 from mjvec.errors import ConfigError
@@ -93,32 +103,99 @@ def _batch_pointer(batch, lib: ctypes.CDLL) -> int | str:
     return f"the pointer does not describe the batch ({', '.join(wrong)})" if wrong else pointer
 
 
-class _PoolApply:
-    """mj_rnePostConstraint on a batch's simulations in its thread pool (see the module docstring)."""
+_FUSED: list = []  # the fused callback (a numba cfunc, kept alive here), or why there is none
 
-    def __init__(self, lib: ctypes.CDLL, batch, pointer: int) -> None:
-        self._lib, self._batch, self._pointer = lib, batch, pointer
+
+def _fused_callback(lib: ctypes.CDLL) -> int | str:
+    """The address of the fused callback for ``mjb_apply`` (see the module docstring), or why there
+    is none. Its arg is an int32 ``nstep``: 0 runs mj_forward, n > 0 runs mj_step n times; either
+    is followed by mj_rnePostConstraint. Compiled once per process (the libmujoco addresses it
+    calls are constants of its code, so it is not cached on disk)."""
+    if not _FUSED:
+        try:
+            import numba
+            from numba.core import types
+
+            calls = []
+            for name in ("mj_step", "mj_forward", "mj_rnePostConstraint"):
+                function = getattr(lib, name)
+                function.argtypes, function.restype = [ctypes.c_void_p, ctypes.c_void_p], None
+                calls.append(function)
+            step, forward, rne = calls
+
+            def fused(model, data, sim, arg):  # mjb_apply passes sim; the pass needs no more
+                nstep = arg[0]
+                if nstep == 0:
+                    forward(model, data)
+                for _ in range(nstep):
+                    step(model, data)
+                rne(model, data)
+
+            signature = types.void(types.voidptr, types.voidptr, types.int32, types.CPointer(types.int32))
+            _FUSED.append(numba.cfunc(signature, nopython=True, cache=False)(fused))
+        except Exception as error:  # any failure to compile leaves the unfused pass, the same bits
+            _FUSED.append(f"the fused callback did not compile ({type(error).__name__}: {error})")
+    callback = _FUSED[0]
+    return callback if isinstance(callback, str) else callback.address
+
+
+class _PoolApply:
+    """mj_rnePostConstraint on a batch's simulations in its thread pool, alone (`__call__`) or fused
+    with the step or forward before it (`run`; see the module docstring)."""
+
+    def __init__(self, lib: ctypes.CDLL, batch, pointer: int, fused: int | None) -> None:
+        self._lib, self._batch, self._pointer, self._fused = lib, batch, pointer, fused
         # mjb_apply calls func(m, d, sim, arg); mj_rnePostConstraint(m, d) takes the first two and
         # ignores the rest, which every C calling convention MuJoCo ships for (x86-64 SysV and
         # Windows, AArch64) allows: the caller passes and cleans up the arguments.
         self._func = ctypes.cast(lib.mj_rnePostConstraint, ctypes.c_void_p).value
+        self._nstep: dict[int, np.ndarray] = {}  # the fused callback's arg per nstep
+
+    @property
+    def fused(self) -> bool:
+        return self._fused is not None
 
     def __call__(self, rows: np.ndarray | None) -> None:
-        if rows is None:  # mjb_apply's NULL ids: every simulation
-            ids, address = None, None
-        else:
-            ids = np.ascontiguousarray(rows, np.int32)
-            if not ids.size:
-                return
-            address = ids.ctypes.data
-        failed = self._lib.mjb_apply(self._pointer, address, 0 if ids is None else ids.size, self._func, None, 0)
+        ids = _ids(rows)
+        if ids is not None and not ids.size:
+            return
+        failed = self._apply(ids, self._func, None, 0)
         if failed:  # mj_rnePostConstraint raises no MuJoCo error; a failure means a broken batch
             raise RuntimeError(f"mjb_apply(mj_rnePostConstraint) failed in {failed} simulations")
         # Copies every bound output, cfrc_ext among them, from each simulation's MjData.
         self._batch.forward(ids, stage=_STAGE_NONE)
 
+    def run(self, rows: np.ndarray | None, nstep: int) -> None:
+        """The fused call on simulations `rows` (None: all): `nstep` mj_steps (0: one mj_forward),
+        then mj_rnePostConstraint, the state saved, the outputs copied. As `Batch.step` does, a
+        simulation where MuJoCo raised keeps its state and a `mujoco.batch.SimulationError` names
+        them all, after the others' outputs are copied."""
+        ids = _ids(rows)
+        if ids is not None and not ids.size:
+            return
+        arg = self._nstep.get(nstep)
+        if arg is None:
+            arg = self._nstep[nstep] = np.array([nstep], np.int32)
+        failed = self._apply(ids, self._fused, arg.ctypes.data, 1)
+        error = None
+        if failed:  # read before the copy below, which is a call of its own and clears them
+            sel = np.arange(self._batch.nsim) if ids is None else ids
+            bad = sel[self._batch.status[sel] != 0]
+            error = mjb.SimulationError(bad, self._batch.error(int(bad[0])), len(sel))
+        self._batch.forward(ids, stage=_STAGE_NONE)
+        if error is not None:
+            raise error
 
-def _pools(batches: Sequence, pool: bool) -> list[_PoolApply] | str:
+    def _apply(self, ids: np.ndarray | None, func: int, arg: int | None, save: int) -> int:
+        address = None if ids is None else ids.ctypes.data  # mjb_apply's NULL ids: every simulation
+        return self._lib.mjb_apply(self._pointer, address, 0 if ids is None else ids.size, func, arg, save)
+
+
+def _ids(rows: np.ndarray | None) -> np.ndarray | None:
+    return None if rows is None else np.ascontiguousarray(rows, np.int32)
+
+
+def _pools(batches: Sequence, pool: bool, fuse: bool) -> list[_PoolApply] | str:
     """One `_PoolApply` per batch, or why the serial pass runs instead."""
     if not pool:
         return "pool=False"
@@ -127,7 +204,13 @@ def _pools(batches: Sequence, pool: bool) -> list[_PoolApply] | str:
         return lib
     pointers = [_batch_pointer(b, lib) for b in batches]
     reason = next((p for p in pointers if isinstance(p, str)), None)
-    return reason if reason is not None else [_PoolApply(lib, b, p) for b, p in zip(batches, pointers, strict=True)]
+    if reason is not None:
+        return reason
+    fused = _fused_callback(lib) if fuse else "fuse=False"
+    if isinstance(fused, str):
+        log.info("mj_rnePostConstraint runs in the pool, unfused (%s)", fused)
+    return [_PoolApply(lib, b, p, None if isinstance(fused, str) else fused)
+            for b, p in zip(batches, pointers, strict=True)]
 
 
 class RnePostConstraint:
@@ -136,15 +219,18 @@ class RnePostConstraint:
 
     templates / batches: per group, its template model and its persistent `mujoco.batch.Batch`.
     pool: run in the batches' thread pools where the pointer validates (else serially).
+    fuse: in the pool, offer `run` (the pass fused with the step or forward before it) where the
+        callback compiles; `fused` says whether it is offered.
     """
 
-    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence, pool: bool = True) -> None:
+    def __init__(self, templates: Sequence[mujoco.MjModel], batches: Sequence, pool: bool = True,
+                 fuse: bool = True) -> None:
         self._templates, self._batches = list(templates), list(batches)
         flat = [i for i, b in enumerate(self._batches) if not b.persistent]
         if flat:
             raise ConfigError(f"RnePostConstraint needs persistent batches (one MjData per simulation); groups {flat} "
                               "are not: build them with mujoco.batch.Batch(..., persistent=True)")
-        pools = _pools(self._batches, pool)
+        pools = _pools(self._batches, pool, fuse)
         self._pools = None if isinstance(pools, str) else pools
         if self._pools is not None:
             self.cfrc_ext = [b.bind(FIELD) for b in self._batches]
@@ -159,6 +245,20 @@ class RnePostConstraint:
     def pooled(self) -> bool:
         """Whether `update` runs in the batches' thread pools."""
         return self._pools is not None
+
+    @property
+    def fused(self) -> bool:
+        """Whether `run` is offered (the pool's pass fused with the call before it)."""
+        return self._pools is not None and self._pools[0].fused
+
+    def run(self, group: int, rows: np.ndarray | None, nstep: int) -> None:
+        """Instead of the batch's call and then `update`: `nstep` mj_steps (0: one mj_forward) of
+        group `group`'s simulations `rows` (None: all), each followed at once by its
+        mj_rnePostConstraint (only where `fused`). Raises `mujoco.batch.SimulationError` as
+        `Batch.step` does (see `_PoolApply.run`)."""
+        if not self.fused:
+            raise RuntimeError("RnePostConstraint.run needs the fused callback (see `fused`)")
+        self._pools[group].run(rows, nstep)
 
     def update(self, group: int, rows: np.ndarray | None = None) -> None:
         """Recompute ``cfrc_ext`` of group `group`'s simulations `rows` (None: all of them)."""
