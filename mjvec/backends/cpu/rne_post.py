@@ -178,10 +178,12 @@ class _PoolApply:
             arg = self._nstep[nstep] = np.array([nstep], np.int32)
         failed = self._apply(ids, self._fused, arg.ctypes.data, 1)
         error = None
-        if failed:  # read before the copy below, which is a call of its own and clears them
-            sel = np.arange(self._batch.nsim) if ids is None else ids
-            bad = sel[self._batch.status[sel] != 0]
-            error = mjb.SimulationError(bad, self._batch.error(int(bad[0])), len(sel))
+        # Batch.step's own failure check (private; the pool runs only on the pinned release), read
+        # before the copy below, a call of its own, clears the status it reads.
+        try:
+            self._batch._check(ids, failed)
+        except mjb.SimulationError as raised:
+            error = raised
         self._batch.forward(ids, stage=_STAGE_NONE)
         if error is not None:
             raise error
