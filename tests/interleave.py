@@ -34,6 +34,10 @@ SWITCH_CHANCES = (0.5, 0.1, 0.02)
 
 
 _local = threading.local()
+# CPython 3.11's sys.settrace refuses ("Cannot install a trace function while another trace function
+# is being installed") a call that lands while another thread's call is still releasing its old trace
+# function (python/cpython#98257): every call here goes through this lock.
+_SETTRACE = threading.Lock()
 
 
 def checkpoint() -> None:
@@ -75,11 +79,13 @@ def opcodes_of(module_file: str, on_opcode: Callable[[], None]) -> Iterator[None
         frame.f_trace_opcodes = True
         return local
 
-    sys.settrace(tracer)
+    with _SETTRACE:
+        sys.settrace(tracer)
     try:
         yield
     finally:
-        sys.settrace(None)
+        with _SETTRACE:
+            sys.settrace(None)
 
 
 def run_interleaved(seed: int, bodies: dict[str, Callable[[], Any]], *, timeout: float = 60.0,
