@@ -84,14 +84,23 @@ class Timers:
         setattr(owner, name, timed)
 
 
+def random_actions_env(env_id: str, num_envs: int, threads: int) -> tuple[Any, list[np.ndarray]]:
+    """The task's env (`TASK_OPTIONS`), reset with seed 0, and 16 batches of uniform random actions
+    (seeded) that a benchmark's steps cycle through."""
+    env = gym.make_vec(env_id, num_envs=num_envs, num_threads=threads, **TASK_OPTIONS.get(env_id, {}))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    space = env.action_space
+    return env, [rng.uniform(space.low, space.high).astype(space.dtype) for _ in range(16)]
+
+
 class Case:
     """One (task, num_envs, threads): the env with its phases wrapped, and its random actions."""
 
     def __init__(self, env_id: str, num_envs: int, threads: int, steps: int, ahead: int | None = None) -> None:
         self.label = (env_id, num_envs, threads)
         self.ahead = mjvec_rng.AHEAD_REQUESTS if ahead is None else ahead
-        self.env = gym.make_vec(env_id, num_envs=num_envs, num_threads=threads, **TASK_OPTIONS.get(env_id, {}))
-        self.env.reset(seed=0)
+        self.env, self.actions = random_actions_env(env_id, num_envs, threads)
         base = self.env.unwrapped
         self.timers = Timers()
         for owner, name, phase in ((base.transforms, "on_actions", "actions"), (base, "_apply_action", "actions"),
@@ -102,9 +111,6 @@ class Case:
         rne = getattr(getattr(base.backend, "_engine", None), "_rne", None)
         if rne is not None:
             self.timers.wrap(rne, "update", "rne_post")
-        rng = np.random.default_rng(0)
-        space = self.env.action_space
-        self.actions = [rng.uniform(space.low, space.high).astype(space.dtype) for _ in range(16)]
         self.steps = steps
         self.samples: list[dict[str, float]] = []
 

@@ -34,13 +34,12 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import gymnasium as gym
 import numba
 import numpy as np
 from tqdm import tqdm
 
 import mjvec  # noqa: F401  (registers the tasks)
-from benchmarks.breakdown import TASK_OPTIONS, Timers
+from benchmarks.breakdown import TASK_OPTIONS, Timers, random_actions_env
 
 MODES = ("physics", "warm", "pause", "evict")
 
@@ -104,14 +103,10 @@ class Case:
 
     def __init__(self, env_id: str, num_envs: int, threads: int, steps: int, spin: Spin, evict_mib: int) -> None:
         self.label = (env_id, num_envs, threads)
-        self.env = gym.make_vec(env_id, num_envs=num_envs, num_threads=threads, **TASK_OPTIONS.get(env_id, {}))
-        self.env.reset(seed=0)
+        self.env, self.actions = random_actions_env(env_id, num_envs, threads)
         self.base = self.env.unwrapped
         self.timers = Timers()
         self.timers.wrap(self.base, "_reset_rows", "resets")
-        rng = np.random.default_rng(0)
-        space = self.env.action_space
-        self.actions = [rng.uniform(space.low, space.high).astype(space.dtype) for _ in range(16)]
         self.steps, self.spin = steps, spin
         self.buffer = np.zeros(evict_mib << 17)  # float64: evict_mib MiB
         self.samples: dict[str, list[float]] = {mode: [] for mode in MODES}
@@ -125,25 +120,26 @@ class Case:
             self.env.step(self.actions[i % len(self.actions)])
         return (time.perf_counter() - start) / self.steps, self.timers.seconds["resets"] / self.steps
 
-    def run(self, mode: str) -> None:
-        """One block in `mode`; records its host microseconds per step (less resets)."""
+    def _stand_in(self, mode: str) -> contextlib.AbstractContextManager:
+        """The backend as `mode` runs it: its own step (physics) or a stand-in for it."""
         if mode == "physics":
-            physics = Timers()
-            with restored(self.base.backend, "step"):
-                physics.wrap(self.base.backend, "step", "physics")
-                step, resets = self._block()
-            seconds = physics.seconds["physics"] / self.steps
-            self.physics_seconds.append(seconds)
-            self.samples[mode].append(1e6 * (step - seconds - resets))
-            return
+            return contextlib.nullcontext()
         pause = statistics.median(self.physics_seconds) if self.physics_seconds else 0.0
         after = {"warm": lambda: None, "pause": lambda: self.spin(pause),
                  "evict": lambda: self.buffer.fill(1.0)}[mode]
-        stand_ins = Timers()
-        with stand_in(self.base.backend, after):
-            stand_ins.wrap(self.base.backend, "step", "stand-in")
+        return stand_in(self.base.backend, after)
+
+    def run(self, mode: str) -> None:
+        """One block in `mode`; records its host microseconds per step, less the backend's step
+        (the physics or its stand-in) and the resets."""
+        backend = Timers()
+        with restored(self.base.backend, "step"), self._stand_in(mode):
+            backend.wrap(self.base.backend, "step", "backend")
             step, resets = self._block()
-        self.samples[mode].append(1e6 * (step - stand_ins.seconds["stand-in"] / self.steps - resets))
+        seconds = backend.seconds["backend"] / self.steps
+        if mode == "physics":
+            self.physics_seconds.append(seconds)
+        self.samples[mode].append(1e6 * (step - seconds - resets))
 
     def medians(self) -> dict[str, float]:
         return {mode: statistics.median(values) for mode, values in self.samples.items()}
