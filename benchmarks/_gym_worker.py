@@ -27,7 +27,8 @@ It answers one JSON line per JSON command line on stdin:
   backend's step and inside its mj_rnePostConstraint pass, where that runs as a pass of its own:
   fused into the step, the default in the pool, it is inside the step's time and this is 0);
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
-  plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py);
+  plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py), the
+  whole set again until R1_SECONDS of replays are timed;
   {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"
   (the replays the batch stepped: a NEXT_STEP autoreset is not stepped)};
 - {"cmd": "rss"}: {"peak": peak resident bytes of this process and its children (VmHWM, summed),
@@ -53,6 +54,7 @@ from benchmarks._engines import PLAYGROUND, PLAYGROUND_TASKS, Engine, Playground
 
 SAMPLE = 32  # envs whose states r1 replays
 RECORDS = 4  # step calls recorded per block
+R1_SECONDS = 0.25  # timed replay per r1 sample: the recorded replays are repeated until they fill it
 
 
 def _ids(task: str) -> tuple[str, str]:
@@ -193,11 +195,11 @@ class Side:
         return out
 
     def r1(self) -> dict[str, float]:
-        from benchmarks._replay import replay_seconds, stepped_count
+        from benchmarks._replay import replay_passes, stepped_count
 
         records = self.recorder.records
-        seconds, exact = replay_seconds(records, self.models, self.datas, self.frame_skip)
-        units = len(records) * len(self.models) * self.frame_skip
+        seconds, passes, exact = replay_passes(records, self.models, self.datas, self.frame_skip, R1_SECONDS)
+        units = passes * len(records) * len(self.models) * self.frame_skip
         return {"seconds": seconds, "units": units, "exact": exact, "total": stepped_count(records)}
 
 

@@ -95,6 +95,22 @@ def replay_seconds(records: list[_Record], models: list[mujoco.MjModel], datas: 
     return total, exact
 
 
+def replay_passes(records: list[_Record], models: list[mujoco.MjModel], datas: list[mujoco.MjData], nstep: int,
+                  min_seconds: float) -> tuple[float, int, int]:
+    """(seconds, passes, bit-exact replays of one pass): `replay_seconds` over the same records
+    again and again until the timed seconds reach `min_seconds`.
+
+    A block's replays of a small model are a few milliseconds of work, too short a window to time
+    on a shared machine; each pass loads every state afresh, so every pass does the same work.
+    """
+    seconds, passes, exact = 0.0, 0, 0
+    while passes == 0 or seconds < min_seconds:
+        timed, exact = replay_seconds(records, models, datas, nstep)
+        seconds += timed
+        passes += 1
+    return seconds, passes, exact
+
+
 def stepped_count(records: list[_Record]) -> int:
     """How many record x sample pairs the batch stepped (what `replay_seconds`' exact count is out of)."""
     return int(sum(int(rec.stepped.sum()) for rec in records))

@@ -10,7 +10,9 @@ its own venv, never a dependency of mjvec), all alive at once and timed block by
 - SyncVectorEnv of N ``gym.make("<task>")`` (one thread), and AsyncVectorEnv (one process per env)
   at the --async-envs sizes;
 - r1: plain single-thread ``mujoco.mj_step`` on the XML compiled alone, replaying states the mjvec
-  env stepped (bit-exact replays counted); L = T x r1 / frame_skip; mjvec's e2e / L;
+  env stepped (bit-exact replays counted); L = T x r1 / frame_skip; mjvec's e2e / L, each block
+  against the r1 replayed right after it (the median repeat, and the lowest and highest); and the
+  physics' own rate inside those steps against T x r1 (what e2e / L reaches with no host work);
 - where mjvec's time goes: the backend's physics, its mj_rnePostConstraint pass (the tasks that
   read contact forces), and the rest (the numpy task layer and the env base);
 - peak RSS of each side's process (children included) minus its size before the env was built;
@@ -91,9 +93,25 @@ def measure(workers: dict[str, Worker], steps: dict[str, int], repeats: int, des
         if name in r1_samples:
             row["r1"] = statistics.median(v["units"] / v["seconds"] for v in r1_samples[name])
             row["exact"] = (sum(v["exact"] for v in r1_samples[name]), sum(v["total"] for v in r1_samples[name]))
+            row["paired"] = [(steps[name] * n / v["seconds"], (v["backend_s"] - v["rne_s"]) / v["seconds"],
+                              r["units"] / r["seconds"]) for v, r in zip(values, r1_samples[name], strict=True)]
         row["rss"] = workers[name].ask("rss")
         out[name] = row
     return out
+
+
+def paired_ratios(paired: list[tuple[float, float, float]], threads: int, frame_skip: int) -> dict[str, float]:
+    """Each repeat's block against the r1 replayed right after it, then medians over the repeats.
+
+    `paired`: one (env-steps/s, physics share of the step, r1 substeps/s) per repeat. Returns
+    e2e / (threads x r1 / frame_skip) as its median, lowest and highest repeat, and the physics'
+    own rate inside the step (env-steps/s x frame_skip / share) against threads x r1: the engine's
+    efficiency, which e2e cannot exceed by more than what the host work takes (e2e = that x share).
+    """
+    e2e = [rate * frame_skip / (threads * r1) for rate, _, r1 in paired]
+    engine = [rate * frame_skip / share / (threads * r1) for rate, share, r1 in paired]
+    return {"e2e": statistics.median(e2e), "e2e_low": min(e2e), "e2e_high": max(e2e),
+            "engine": statistics.median(engine)}
 
 
 def mib(rss: dict) -> float:
@@ -117,7 +135,7 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
             w.close()
         for t in args.threads:
             m = res[f"mjvec {t}"]
-            limit = t * m["r1"] / frame_skip
+            ratios = paired_ratios(m["paired"], t, frame_skip)
             ep = res.get(f"envpool {t}")
             row = {"task": task, "num_envs": n, "threads": t, "mjvec": round(m["rate"]),
                    "envpool": round(ep["rate"]) if ep else "", "sync": round(res["sync"]["rate"]),
@@ -125,7 +143,9 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
                    "mjvec_vs_envpool": round(m["rate"] / ep["rate"], 3) if ep else "",
                    "mjvec_vs_sync": round(m["rate"] / res["sync"]["rate"], 2),
                    "mjvec_vs_async": round(m["rate"] / res["async"]["rate"], 2) if "async" in res else "",
-                   "r1": round(m["r1"]), "e2e_vs_limit": round(m["rate"] / limit, 3),
+                   "r1": round(m["r1"]), "e2e_vs_limit": round(ratios["e2e"], 3),
+                   "e2e_vs_limit_low": round(ratios["e2e_low"], 3), "e2e_vs_limit_high": round(ratios["e2e_high"], 3),
+                   "physics_vs_limit": round(ratios["engine"], 3),
                    "physics_share": round(m["physics_share"], 3), "rne_share": round(m["rne_share"], 3),
                    "mjvec_rss_mib": round(mib(m["rss"]), 1), "envpool_rss_mib": round(mib(ep["rss"]), 1) if ep else "",
                    "sync_rss_mib": round(mib(res["sync"]["rss"]), 1),
@@ -135,7 +155,9 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
                   + (f" | EnvPool {ep['rate']:8,.0f} (mjvec/EnvPool {row['mjvec_vs_envpool']:.3f})" if ep else "")
                   + f" | Sync {res['sync']['rate']:7,.0f} ({row['mjvec_vs_sync']:.2f}x)"
                   + (f" | Async {res['async']['rate']:7,.0f} ({row['mjvec_vs_async']:.2f}x)" if "async" in res else "")
-                  + f" | e2e/(T x r1/{frame_skip}) {row['e2e_vs_limit']:.3f} (physics {row['physics_share']:.3f}, "
+                  + f" | e2e/(T x r1/{frame_skip}) {row['e2e_vs_limit']:.3f} [{row['e2e_vs_limit_low']:.3f}-"
+                  f"{row['e2e_vs_limit_high']:.3f}], physics/(T x r1) {row['physics_vs_limit']:.3f}"
+                  f" (physics {row['physics_share']:.3f}, "
                   f"rnePostConstraint {row['rne_share']:.3f} of the step; r1 replays bit-exact {m['exact'][0]}/"
                   f"{m['exact'][1]}) | peak RSS MiB: mjvec {row['mjvec_rss_mib']}"
                   + (f", EnvPool {row['envpool_rss_mib']}" if ep else "") + f", Sync {row['sync_rss_mib']}"

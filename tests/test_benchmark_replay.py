@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 import mjvec
-from benchmarks._replay import StepRecorder, replay_seconds
+from benchmarks._replay import StepRecorder, replay_passes, replay_seconds
 from mjvec.tasks.simtoolreal.scene import default_catalog, scene_spec
 
 N_ENVS, STEPS, SUBSTEPS = 8, 15, 2
@@ -39,6 +39,11 @@ def test_replay_of_recorded_steps_is_bit_exact_and_detects_a_change():
         datas = [mujoco.MjData(m) for m in models]
         seconds, exact = replay_seconds(recorder.records, models, datas, SUBSTEPS)
         assert seconds > 0 and exact == STEPS * sample.size
+        # Repeated passes load every state afresh: each lands exactly again, and they go on until the
+        # timed seconds reach the minimum (one pass when it is 0).
+        assert replay_passes(recorder.records, models, datas, SUBSTEPS, 0.0)[1:] == (1, STEPS * sample.size)
+        timed, passes, exact = replay_passes(recorder.records, models, datas, SUBSTEPS, 5 * seconds)
+        assert passes >= 2 and timed >= 5 * seconds and exact == STEPS * sample.size
         recorder.records[2].inputs["ctrl"][1] += 0.1  # a different control for one sample, one step
         _, exact = replay_seconds(recorder.records, models, datas, SUBSTEPS)
         assert exact == STEPS * sample.size - 1
