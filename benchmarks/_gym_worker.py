@@ -29,8 +29,9 @@ It answers one JSON line per JSON command line on stdin:
 - {"cmd": "r1"} (mjvec only): replay the sampled envs' states recorded in the last step block in
   plain single-thread ``mujoco.mj_step`` on the XML compiled alone (benchmarks/_replay.py), the
   whole set again until R1_SECONDS of replays are timed;
-  {"seconds", "units" (substeps), "exact" (replays landing bit-exactly on the batch's next qpos), "total"
-  (the replays the batch stepped: a NEXT_STEP autoreset is not stepped)};
+  {"seconds", "units" (substeps, every pass), "passes", "exact" (replays of one pass landing
+  bit-exactly on the batch's next qpos), "total" (the replays of one pass the batch stepped: a
+  NEXT_STEP autoreset is not stepped)};
 - {"cmd": "rss"}: {"peak": peak resident bytes of this process and its children (VmHWM, summed),
   "baseline": this process's resident bytes after imports, before the env was built};
 - {"cmd": "version"}: {"mujoco": the interpreter's mujoco version}; {"cmd": "quit"}.
@@ -200,7 +201,7 @@ class Side:
         records = self.recorder.records
         seconds, passes, exact = replay_passes(records, self.models, self.datas, self.frame_skip, R1_SECONDS)
         units = passes * len(records) * len(self.models) * self.frame_skip
-        return {"seconds": seconds, "units": units, "exact": exact, "total": stepped_count(records)}
+        return {"seconds": seconds, "units": units, "passes": passes, "exact": exact, "total": stepped_count(records)}
 
 
 def _compiled_model(task: str, base: object) -> object:
