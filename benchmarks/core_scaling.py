@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_XMLS = ("ant.xml", "humanoid.xml", "half_cheetah.xml", "hopper.xml", "walker2d.xml")
-STATES = 32  # MjData each worker replays in turn
+STATES = 32  # saved states each worker replays in turn, on one MjData
 
 
 def replay_rate(xml: str, nstep: int, seconds: float, ready: object = None) -> float:

@@ -114,6 +114,19 @@ def paired_ratios(paired: list[tuple[float, float, float]], threads: int, frame_
             "engine": statistics.median(engine)}
 
 
+def ratio_columns(paired: list[tuple[float, float, float]], threads: int, frame_skip: int) -> dict[str, float]:
+    """`paired_ratios` as a row's columns (rounded): e2e_vs_limit, its low and high, physics_vs_limit."""
+    r = paired_ratios(paired, threads, frame_skip)
+    return {"e2e_vs_limit": round(r["e2e"], 3), "e2e_vs_limit_low": round(r["e2e_low"], 3),
+            "e2e_vs_limit_high": round(r["e2e_high"], 3), "physics_vs_limit": round(r["engine"], 3)}
+
+
+def ratio_text(row: dict, frame_skip: int) -> str:
+    """A row's `ratio_columns` as printed: e2e / L with its range, then the physics' own ratio."""
+    return (f"e2e/(T x r1/{frame_skip}) {row['e2e_vs_limit']:.3f} [{row['e2e_vs_limit_low']:.3f}-"
+            f"{row['e2e_vs_limit_high']:.3f}], physics/(T x r1) {row['physics_vs_limit']:.3f}")
+
+
 def mib(rss: dict) -> float:
     return (rss["peak"] - rss["baseline"]) / 2**20
 
@@ -135,7 +148,6 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
             w.close()
         for t in args.threads:
             m = res[f"mjvec {t}"]
-            ratios = paired_ratios(m["paired"], t, frame_skip)
             ep = res.get(f"envpool {t}")
             row = {"task": task, "num_envs": n, "threads": t, "mjvec": round(m["rate"]),
                    "envpool": round(ep["rate"]) if ep else "", "sync": round(res["sync"]["rate"]),
@@ -143,9 +155,7 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
                    "mjvec_vs_envpool": round(m["rate"] / ep["rate"], 3) if ep else "",
                    "mjvec_vs_sync": round(m["rate"] / res["sync"]["rate"], 2),
                    "mjvec_vs_async": round(m["rate"] / res["async"]["rate"], 2) if "async" in res else "",
-                   "r1": round(m["r1"]), "e2e_vs_limit": round(ratios["e2e"], 3),
-                   "e2e_vs_limit_low": round(ratios["e2e_low"], 3), "e2e_vs_limit_high": round(ratios["e2e_high"], 3),
-                   "physics_vs_limit": round(ratios["engine"], 3),
+                   "r1": round(m["r1"]), **ratio_columns(m["paired"], t, frame_skip),
                    "physics_share": round(m["physics_share"], 3), "rne_share": round(m["rne_share"], 3),
                    "mjvec_rss_mib": round(mib(m["rss"]), 1), "envpool_rss_mib": round(mib(ep["rss"]), 1) if ep else "",
                    "sync_rss_mib": round(mib(res["sync"]["rss"]), 1),
@@ -155,9 +165,7 @@ def run_task(task: str, args: argparse.Namespace, frame_skip: int) -> list[dict]
                   + (f" | EnvPool {ep['rate']:8,.0f} (mjvec/EnvPool {row['mjvec_vs_envpool']:.3f})" if ep else "")
                   + f" | Sync {res['sync']['rate']:7,.0f} ({row['mjvec_vs_sync']:.2f}x)"
                   + (f" | Async {res['async']['rate']:7,.0f} ({row['mjvec_vs_async']:.2f}x)" if "async" in res else "")
-                  + f" | e2e/(T x r1/{frame_skip}) {row['e2e_vs_limit']:.3f} [{row['e2e_vs_limit_low']:.3f}-"
-                  f"{row['e2e_vs_limit_high']:.3f}], physics/(T x r1) {row['physics_vs_limit']:.3f}"
-                  f" (physics {row['physics_share']:.3f}, "
+                  + f" | {ratio_text(row, frame_skip)} (physics {row['physics_share']:.3f}, "
                   f"rnePostConstraint {row['rne_share']:.3f} of the step; r1 replays bit-exact {m['exact'][0]}/"
                   f"{m['exact'][1]}) | peak RSS MiB: mjvec {row['mjvec_rss_mib']}"
                   + (f", EnvPool {row['envpool_rss_mib']}" if ep else "") + f", Sync {row['sync_rss_mib']}"

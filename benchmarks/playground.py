@@ -51,7 +51,7 @@ import sys
 from pathlib import Path
 
 from benchmarks._engines import PLAYGROUND_TASKS
-from benchmarks.gym_suite import Worker, measure, mib, paired_ratios, single_env_rates, steps_for
+from benchmarks.gym_suite import Worker, measure, mib, ratio_columns, ratio_text, single_env_rates, steps_for
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = tuple(PLAYGROUND_TASKS)
@@ -102,14 +102,11 @@ def misses(row: dict) -> list[str]:
 
 def _row(task: str, n: int, t: int, res: dict, substeps: int) -> dict:
     m, ep, asy = res[f"mjvec {t}"], res.get(f"envpool {t}"), res.get("async")
-    ratios = paired_ratios(m["paired"], t, substeps)
     return {"task": task, "num_envs": n, "threads": t, "mjvec": round(m["rate"]),
             "envpool": round(ep["rate"]) if ep else "", "async": round(asy["rate"]) if asy else "",
             "mjvec_vs_envpool": round(m["rate"] / ep["rate"], 3) if ep else "",
             "mjvec_vs_async": round(m["rate"] / asy["rate"], 2) if asy else "",
-            "r1": round(m["r1"]), "e2e_vs_limit": round(ratios["e2e"], 3),
-            "e2e_vs_limit_low": round(ratios["e2e_low"], 3), "e2e_vs_limit_high": round(ratios["e2e_high"], 3),
-            "physics_vs_limit": round(ratios["engine"], 3),
+            "r1": round(m["r1"]), **ratio_columns(m["paired"], t, substeps),
             "physics_share": round(m["physics_share"], 3), "exact": f"{m['exact'][0]}/{m['exact'][1]}",
             "mjvec_cores": round(m["cores"], 2), "envpool_cores": round(ep["cores"], 2) if ep else "",
             "mjvec_rss_mib": round(mib(m["rss"]), 1), "envpool_rss_mib": round(mib(ep["rss"]), 1) if ep else "",
@@ -123,9 +120,7 @@ def _print(row: dict, substeps: int) -> None:
           + (f" | EnvPool {row['envpool']:8,d} (mjvec/EnvPool {row['mjvec_vs_envpool']:.3f})" if ep else
              " | EnvPool not run")
           + (f" | Async {row['async']:7,d} ({row['mjvec_vs_async']:.2f}x)" if row["async"] != "" else "")
-          + f" | e2e/(T x r1/{substeps}) {row['e2e_vs_limit']:.3f} [{row['e2e_vs_limit_low']:.3f}-"
-          f"{row['e2e_vs_limit_high']:.3f}], physics/(T x r1) {row['physics_vs_limit']:.3f}"
-          f" (physics {row['physics_share']:.3f} of the step; "
+          + f" | {ratio_text(row, substeps)} (physics {row['physics_share']:.3f} of the step; "
           f"r1 {row['r1']:,d} substeps/s, replays bit-exact {row['exact']}) | CPU cores busy: mjvec "
           f"{row['mjvec_cores']}" + (f", EnvPool {row['envpool_cores']}" if ep else "") + " | peak RSS MiB: mjvec "
           f"{row['mjvec_rss_mib']}"

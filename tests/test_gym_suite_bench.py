@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.gym_suite import paired_ratios
+from benchmarks.gym_suite import paired_ratios, ratio_columns, ratio_text
 
 
 def test_each_block_is_paired_with_its_own_r1() -> None:
@@ -28,3 +28,10 @@ def test_the_physics_efficiency_is_e2e_over_the_physics_share() -> None:
     assert out["e2e"] == pytest.approx(0.8)
     assert out["engine"] == pytest.approx(1.0)
     assert out["engine"] * 0.8 == pytest.approx(out["e2e"])
+
+
+def test_the_columns_and_the_printed_text_carry_the_same_ratios() -> None:
+    columns = ratio_columns([(90.0, 0.9, 1000.0), (180.0, 0.9, 250.0), (360.0, 0.9, 500.0)], threads=2, frame_skip=5)
+    assert columns == {"e2e_vs_limit": 1.8, "e2e_vs_limit_low": 0.225, "e2e_vs_limit_high": 1.8,
+                       "physics_vs_limit": 2.0}
+    assert ratio_text(columns, 5) == "e2e/(T x r1/5) 1.800 [0.225-1.800], physics/(T x r1) 2.000"
